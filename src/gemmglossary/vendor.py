@@ -1,0 +1,179 @@
+"""Materialize the pinned MLX steel headers into ``kernels/vendor/``.
+
+The site quotes MLX's own GEMM headers and the tests execute them, but this
+repository never commits upstream code. Instead ``kernels/vendor.toml`` pins the
+mlx version and the sha256 of every file we need; this module copies those files
+out of the installed mlx wheel (which ships them) and refuses anything else.
+
+It runs by itself when the site builds (the mkdocs hook) and when the tests start
+(``tests/conftest.py``), so neither README command needs a separate step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import kernels_dir, vendor_dir
+
+#: Where MLX keeps its Metal kernels, both in the wheel (under ``mlx/include``)
+#: and in the upstream repository.
+MLX_KERNELS_SUBPATH = "mlx/backend/metal/kernels"
+#: The distributions that may ship the headers: ``mlx-cpu`` on Linux, ``mlx`` on macOS.
+DISTRIBUTIONS = ("mlx-cpu", "mlx-metal", "mlx")
+FIX = "run `pip install -e .` in the repository (it installs the pinned mlx)"
+
+
+class VendorError(RuntimeError):
+    """The installed mlx cannot provide the pinned files."""
+
+
+@dataclass(frozen=True)
+class PinnedFile:
+    path: str  # relative to mlx/backend/metal/kernels
+    sha256: str
+
+    @property
+    def vendored(self) -> Path:
+        return vendor_dir() / MLX_KERNELS_SUBPATH / self.path
+
+
+@dataclass(frozen=True)
+class Pins:
+    version: str
+    upstream: str
+    files: tuple[PinnedFile, ...]
+
+    def permalink(self, path: str, start: int | None = None, end: int | None = None) -> str:
+        """GitHub permalink of an MLX kernel file (``path`` relative to the kernels dir)."""
+        url = f"{self.upstream}/{path}"
+        if start is not None:
+            url += f"#L{start}" + (f"-L{end}" if end is not None and end != start else "")
+        return url
+
+
+def manifest_path() -> Path:
+    return kernels_dir() / "vendor.toml"
+
+
+def load_pins(path: Path | None = None) -> Pins:
+    path = path or manifest_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise VendorError(f"{path}: missing; it pins the MLX files the site quotes") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise VendorError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        mlx = data["mlx"]
+        files = tuple(PinnedFile(f["path"], f["sha256"].lower()) for f in data["file"])
+        return Pins(str(mlx["version"]), str(mlx["upstream"]).rstrip("/"), files)
+    except (KeyError, TypeError) as exc:
+        raise VendorError(
+            f"{path}: expected [mlx] version/upstream and [[file]] path/sha256 entries; missing {exc}"
+        ) from None
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def installed_mlx_version() -> str | None:
+    try:
+        return importlib.metadata.version("mlx")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def installed_kernels_dir() -> Path:
+    """The ``mlx/backend/metal/kernels`` folder of the installed wheel."""
+    for dist_name in DISTRIBUTIONS:
+        try:
+            dist = importlib.metadata.distribution(dist_name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        root = Path(dist.locate_file("mlx")) / "include" / MLX_KERNELS_SUBPATH
+        if root.is_dir():
+            return root
+    raise VendorError(
+        "the installed mlx ships no Metal kernel headers "
+        f"(looked for mlx/include/{MLX_KERNELS_SUBPATH} in {', '.join(DISTRIBUTIONS)}); "
+        f"on Linux they come with the `cpu` extra (mlx[cpu]); {FIX}"
+    )
+
+
+def status(pins: Pins | None = None) -> list[str]:
+    """Problems with the vendored copies (empty when all are present and match)."""
+    pins = pins or load_pins()
+    problems = []
+    for f in pins.files:
+        if not f.vendored.is_file():
+            problems.append(f"{f.vendored}: missing")
+        elif (found := _sha256(f.vendored)) != f.sha256:
+            problems.append(f"{f.vendored}: sha256 {found}, expected {f.sha256}")
+    return problems
+
+
+def ensure(pins: Pins | None = None) -> Path:
+    """Make ``kernels/vendor/`` hold exactly the pinned files; return its include root.
+
+    Cheap when everything is already in place (one hash per file).
+    """
+    pins = pins or load_pins()
+    if not status(pins):
+        return vendor_dir()
+    version = installed_mlx_version()
+    if version != pins.version:
+        found = f"mlx {version}" if version else "no mlx"
+        raise VendorError(
+            f"{manifest_path()}: pins mlx {pins.version}, found {found} installed; {FIX}"
+        )
+    source_root = installed_kernels_dir()
+    for f in pins.files:
+        source = source_root / f.path
+        if not source.is_file():
+            raise VendorError(
+                f"{source}: missing from mlx {version}, but {manifest_path()} pins it; "
+                f"the wheel is incomplete or the pin is wrong; {FIX}"
+            )
+        data = source.read_bytes()
+        found = hashlib.sha256(data).hexdigest()
+        if found != f.sha256:
+            raise VendorError(
+                f"{source}: sha256 {found}, but {manifest_path()} pins {f.sha256} for "
+                f"{f.path} of mlx {pins.version}; the installed wheel differs from the pinned one; {FIX}"
+            )
+        f.vendored.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.vendored.with_name(f.vendored.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, f.vendored)
+    return vendor_dir()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="gemmglossary vendor",
+        description="Copy the MLX files pinned in kernels/vendor.toml from the installed mlx "
+        "wheel into kernels/vendor/ (git-ignored), checking their hashes.",
+    )
+    parser.add_argument("--check", action="store_true", help="only report; copy nothing")
+    args = parser.parse_args(argv)
+    pins = load_pins()
+    if args.check:
+        problems = status(pins)
+        for p in problems:
+            print(p)
+        print("vendored files match the pins" if not problems else f"{len(problems)} problem(s)")
+        return 1 if problems else 0
+    try:
+        root = ensure(pins)
+    except VendorError as exc:
+        print(f"gemmglossary vendor: {exc}")
+        return 1
+    print(f"{len(pins.files)} MLX {pins.version} files in {root}")
+    return 0
