@@ -1,0 +1,182 @@
+"""Host side of MLX's steel GEMM: what MLX computes before it dispatches ``gemm``.
+
+This follows ``steel_matmul_regular_axpby`` and its callers (``steel_matmul_axpby``,
+``check_transpose``, ``collapse_batches``) in ``mlx/backend/metal/matmul.cpp`` of
+MLX v0.32.4 (https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp),
+and the parameter structs of ``steel/gemm/params.h``. It is our own restatement of
+those rules for the emulator and the tests; the kernel itself is MLX's, compiled
+from ``kernels/steel_gemm.metal``.
+
+MLX picks BM/BN/BK/WM/WN per device and shape; here the caller chooses one of the
+configurations instantiated in ``kernels/steel_gemm.metal``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .paths import kernels_dir, vendor_dir
+
+#: ``struct GEMMParams`` of steel/gemm/params.h, laid out as the Metal compiler does
+#: (natural alignment: the int64 strides start on an 8-byte boundary).
+GEMM_PARAMS = np.dtype(
+    [("M", "<i4"), ("N", "<i4"), ("K", "<i4"),
+     ("lda", "<i4"), ("ldb", "<i4"), ("ldd", "<i4"),
+     ("tiles_n", "<i4"), ("tiles_m", "<i4"),
+     ("batch_stride_a", "<i8"), ("batch_stride_b", "<i8"), ("batch_stride_d", "<i8"),
+     ("swizzle_log", "<i4"), ("gemm_k_iterations_aligned", "<i4"), ("batch_ndim", "<i4")],
+    align=True,
+)
+
+#: ``struct GEMMAddMMParams`` of steel/gemm/params.h.
+GEMM_ADDMM_PARAMS = np.dtype(
+    [("ldc", "<i4"), ("fdc", "<i4"), ("batch_stride_c", "<i8"), ("alpha", "<f4"), ("beta", "<f4")],
+    align=True,
+)
+
+TYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
+
+#: (BM, BN, BK, WM, WN) configurations instantiated in kernels/steel_gemm.metal.
+CONFIGS = ((32, 32, 16, 2, 2), (64, 64, 16, 2, 2))
+
+
+def source_path():
+    return kernels_dir() / "steel_gemm.metal"
+
+
+def include_dirs():
+    return [vendor_dir()]
+
+
+@dataclass
+class SteelLaunch:
+    """Everything one ``gemm`` dispatch needs, in Metal's terms."""
+
+    host_name: str
+    function_constants: dict[int, bool]
+    buffers: dict[int, object]  # [[buffer(n)]] -> numpy array or bytes
+    threadgroups: tuple[int, int, int]
+    threads_per_threadgroup: tuple[int, int, int]
+    out: np.ndarray = field(repr=False)
+
+
+def _check_transpose(x: np.ndarray) -> tuple[bool, int, np.ndarray]:
+    """MLX's check_transpose: row-contiguous → (False, row stride); column-contiguous →
+    (True, column stride); anything else is copied to row-contiguous first."""
+    item = x.itemsize
+    stx, sty = x.strides[-2] // item, x.strides[-1] // item
+    if sty == 1:
+        return False, stx, x
+    if stx == 1:
+        return True, sty, x
+    x = np.ascontiguousarray(x)
+    return False, x.shape[-1], x
+
+
+def _collapse(shape: list[int], *strides: list[int]) -> tuple[list[int], list[list[int]]]:
+    """Merge adjacent batch dims that are contiguous for every operand (MLX's collapse_batches)."""
+    if not shape:
+        return [1], [[0] for _ in strides]
+    out_shape, out_strides = [shape[0]], [[s[0]] for s in strides]
+    for i in range(1, len(shape)):
+        if all(st[-1] == s[i] * shape[i] for st, s in zip(out_strides, strides)):
+            out_shape[-1] *= shape[i]
+            for st, s in zip(out_strides, strides):
+                st[-1] = s[i]
+        else:
+            out_shape.append(shape[i])
+            for st, s in zip(out_strides, strides):
+                st.append(s[i])
+    return out_shape, out_strides
+
+
+def _buffer_view(x: np.ndarray) -> np.ndarray:
+    """The 1-D buffer a strided array lives in, starting at its first element."""
+    base = x
+    while base.base is not None and isinstance(base.base, np.ndarray):
+        base = base.base
+    if base.flags.c_contiguous and np.shares_memory(base, x):
+        offset = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // x.itemsize
+        return base.reshape(-1)[offset:]
+    return np.ascontiguousarray(x).reshape(-1)
+
+
+def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0,
+         beta: float = 0.0, config: tuple[int, int, int, int, int] = CONFIGS[0]) -> SteelLaunch:
+    """Plan D = alpha·(A @ B) + beta·C with MLX's steel ``gemm``.
+
+    ``a`` is (..., M, K) and ``b`` (..., K, N), either row- or column-contiguous in their
+    last two dims (a transposed view selects the ``t`` kernels, as in MLX); batch dims
+    broadcast. ``c`` (optional) broadcasts to (..., M, N).
+    """
+    if a.dtype != b.dtype or a.dtype not in TYPE_NAMES:
+        raise TypeError(f"A and B must both be float32 or float16, got {a.dtype} and {b.dtype}")
+    if config not in CONFIGS:
+        raise ValueError(f"config {config} is not instantiated in {source_path()}; choose one of {CONFIGS}")
+    if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"cannot multiply shapes {a.shape} and {b.shape}")
+    bm, bn, bk, wm, wn = config
+    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], () if c is None else c.shape[:-2])
+    a_b = np.broadcast_to(a, (*batch, M, K))
+    b_b = np.broadcast_to(b, (*batch, K, N))
+    transpose_a, lda, a_b = _check_transpose(a_b)
+    transpose_b, ldb, b_b = _check_transpose(b_b)
+
+    out = np.zeros((*batch, M, N), dtype=a.dtype)
+    batch_size = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    a_strides = [s // a.itemsize for s in a_b.strides[:-2]]
+    b_strides = [s // b.itemsize for s in b_b.strides[:-2]]
+    use_out_source = c is not None and (alpha != 0.0 or beta != 1.0)
+    c_b = None
+    c_strides: list[int] = []
+    if use_out_source:
+        c_b = np.broadcast_to(c.astype(a.dtype, copy=False), (*batch, M, N))
+        c_strides = [s // a.itemsize for s in c_b.strides[:-2]]
+    operands = [a_strides, b_strides] + ([c_strides] if use_out_source else [])
+    batch_shape, collapsed = _collapse(list(batch), *operands)
+
+    has_batch = len(batch_shape) > 1
+    do_axpby = use_out_source and (alpha != 1.0 or beta != 1.0)
+    tn, tm = -(-N // bn), -(-M // bm)
+    swizzle_log = 0  # MLX 0.32.4 fixes it at 0 for this kernel ("explore device-based tuning")
+
+    params = np.zeros((), dtype=GEMM_PARAMS)
+    params["M"], params["N"], params["K"] = M, N, K
+    params["lda"], params["ldb"], params["ldd"] = lda, ldb, N
+    params["tiles_n"], params["tiles_m"] = tn, tm
+    params["batch_stride_a"] = collapsed[0][-1]
+    params["batch_stride_b"] = collapsed[1][-1]
+    params["batch_stride_d"] = M * N
+    params["swizzle_log"] = swizzle_log
+    params["gemm_k_iterations_aligned"] = K // bk
+    params["batch_ndim"] = len(batch_shape)
+
+    buffers: dict[int, object] = {0: _buffer_view(a_b), 1: _buffer_view(b_b), 3: out.reshape(-1),
+                                  4: params}
+    if has_batch:
+        buffers[6] = np.array(batch_shape, dtype=np.int32)
+        buffers[7] = np.array([s for st in collapsed for s in st], dtype=np.int64)
+    if use_out_source:
+        addmm = np.zeros((), dtype=GEMM_ADDMM_PARAMS)
+        item = a.itemsize
+        addmm["ldc"], addmm["fdc"] = c_b.strides[-2] // item, c_b.strides[-1] // item
+        addmm["batch_stride_c"] = collapsed[2][-1]
+        addmm["alpha"], addmm["beta"] = alpha, beta
+        buffers[2] = _buffer_view(c_b)
+        buffers[5] = addmm
+
+    tile = 1 << swizzle_log
+    code = ("t" if transpose_a else "n") + ("t" if transpose_b else "n")
+    tname = TYPE_NAMES[a.dtype]
+    return SteelLaunch(
+        host_name=f"steel_gemm_fused_{code}_{tname}_{tname}_bm{bm}_bn{bn}_bk{bk}_wm{wm}_wn{wn}",
+        function_constants={10: has_batch, 100: use_out_source, 110: do_axpby,
+                            200: M % bm == 0, 201: N % bn == 0, 202: K % bk == 0},
+        buffers=buffers,
+        threadgroups=(tn * tile, -(-tm // tile), batch_size),
+        threads_per_threadgroup=(32, wn, wm),
+        out=out,
+    )
