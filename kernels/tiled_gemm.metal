@@ -30,7 +30,7 @@
 //                 offset 12  uint  lda     offset 28  float beta
 //               numpy: dtype([("M","<u4"),("N","<u4"),("K","<u4"),("lda","<u4"),
 //                             ("ldb","<u4"),("ldc","<u4"),("alpha","<f4"),("beta","<f4")])
-//            Buffers must start 16-byte aligned (any MTLBuffer or MLX array at offset 0 is).
+//            A and B must start 16-byte aligned (keep any buffer bind offset a multiple of 16).
 // Dispatch:  threadgroup size exactly WM*WN*32 x 1 x 1 (defaults: 128 x 1 x 1);
 //            dispatchThreadgroups(ceil(N/BN), ceil(M/BM), 1). Counted in threads:
 //            (ceil(N/BN)*WM*WN*32, ceil(M/BM), 1).
