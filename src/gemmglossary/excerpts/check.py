@@ -1,0 +1,255 @@
+"""Compare pages, kernel files and the lock; report each problem precisely.
+
+Every problem names the page line of the snippet (``docs/<page>:<line>``), the file and
+the range, and says what to do. :func:`check` is what ``gemmglossary excerpts check``,
+the tests and the mkdocs hook run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..paths import project_root
+from .blocks import Block, find_blocks, parse_numbers
+from .lock import LOCK_NAME, Entry, file_lines, hash_lines, lock_path, read_lock
+
+VENDOR_PREFIX = "kernels/vendor/"
+UPDATE = "run `gemmglossary excerpts update`"
+ACCEPT = "review the page, then run `gemmglossary excerpts update --accept-changes`"
+
+
+def span(start: int, end: int) -> str:
+    return f"line {start}" if start == end else f"lines {start}–{end}"
+
+
+def display_path(file: str) -> str:
+    """How a title names the file: MLX files by their upstream path."""
+    return file[len(VENDOR_PREFIX):] if file.startswith(VENDOR_PREFIX) else file
+
+
+def expected_title(file: str, start: int, end: int) -> str:
+    return f"{display_path(file)} · {span(start, end)}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # malformed, missing-file, range, attrs, unlocked, moved, changed, unused
+    message: str
+    page: str | None = None  # relative to docs/
+    line: int | None = None  # page line of the snippet line
+    file: str | None = None
+    start: int | None = None
+    end: int | None = None
+    new_range: tuple[int, int] | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "unused":
+            where = f"{LOCK_NAME}: docs/{self.page}"
+        else:
+            where = f"docs/{self.page}:{self.line}"
+        what = ""
+        if self.file is not None:
+            what = f" {self.file}"
+            if self.start is not None and self.end is not None:
+                what += f" lines {self.start}–{self.end}"
+            what += ":"
+        return f"{where}:{what} {self.message}"
+
+
+@dataclass
+class Excerpt:
+    """One excerpt block of one page, checked against its file and the lock."""
+
+    page: str
+    block: Block
+    problems: list[Problem] = field(default_factory=list)
+    lines: list[str] | None = None  # the quoted lines, when the range is valid
+    sha256: str | None = None  # of the quoted lines
+    locked: Entry | None = None
+    new_range: tuple[int, int] | None = None  # where the locked lines stand now
+
+    @property
+    def key(self) -> tuple[str, str, int, int] | None:
+        b = self.block
+        if b.file is None or b.start is None or b.end is None:
+            return None
+        return (self.page, b.file, b.start, b.end)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class Report:
+    excerpts: list[Excerpt]
+    problems: list[Problem]
+    pages: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        files = {e.block.file for e in self.excerpts}
+        return (f"{len(self.excerpts)} excerpts of {len(files)} files on {self.pages} pages "
+                f"match {LOCK_NAME}")
+
+
+class FileCache:
+    """Reads each quoted file once per check."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._cache: dict[str, tuple[list[str] | None, str | None]] = {}
+
+    def lines(self, file: str) -> tuple[list[str] | None, str | None]:
+        """(lines, None) or (None, why the file cannot be read)."""
+        if file not in self._cache:
+            self._cache[file] = self._read(file)
+        return self._cache[file]
+
+    def _read(self, file: str) -> tuple[list[str] | None, str | None]:
+        pure = PurePosixPath(file)
+        if pure.is_absolute() or ".." in pure.parts or "\\" in file:
+            return None, "the path must be relative to the repository root, without `..`"
+        path = self.root / file
+        if not path.is_file():
+            hint = ""
+            if file.startswith(VENDOR_PREFIX):
+                hint = " (MLX files are materialized by `gemmglossary vendor`; is the file pinned in kernels/vendor.toml?)"
+            return None, f"missing file: no {file} in the repository{hint}"
+        try:
+            return file_lines(path.read_text(encoding="utf-8")), None
+        except UnicodeDecodeError as exc:
+            return None, f"{file} is not UTF-8 text ({exc})"
+
+
+def find_moved(lines: list[str], sha256: str, length: int, near: int) -> tuple[int, int] | None:
+    """Where ``length`` lines hashing to ``sha256`` stand now (the occurrence nearest ``near``)."""
+    hits = [
+        s for s in range(1, len(lines) - length + 2)
+        if hash_lines(lines[s - 1 : s - 1 + length]) == sha256
+    ]
+    if not hits:
+        return None
+    best = min(hits, key=lambda s: (abs(s - near), s))
+    return best, best + length - 1
+
+
+def _attr_problems(ex: Excerpt, p) -> None:
+    b = ex.block
+    start, end = b.start, b.end
+    linenums = b.attr("linenums")
+    if linenums is not None and linenums.strip() != str(start):
+        ex.problems.append(p("attrs", f'linenums="{linenums}" disagrees with the range, which '
+                                      f"starts at {start}; drop it (the hook sets it)"))
+    title = b.attr("title")
+    if title is not None and title != expected_title(b.file, start, end):
+        ex.problems.append(p("attrs", f'title="{title}" disagrees with the range; drop it '
+                                      f'(the hook sets title="{expected_title(b.file, start, end)}")'))
+    annotate = parse_numbers(b.attr("annotate"), ranges=False)
+    for name, numbers in (("annotate", annotate), ("hl_lines", parse_numbers(b.attr("hl_lines"), ranges=True))):
+        if numbers.error:
+            ex.problems.append(p("attrs", f'{name}="{b.attr(name)}": {numbers.error}'))
+            continue
+        outside = [n for n in numbers.numbers if not start <= n <= end]
+        if outside:
+            ex.problems.append(p("attrs", f"{name} line{'s' if len(outside) > 1 else ''} "
+                                          f"{', '.join(map(str, outside))} outside the quoted range "
+                                          f"{start}–{end} (use the file's own line numbers)"))
+    if annotate.numbers and not annotate.error and b.list_items != len(annotate.numbers):
+        found = b.list_items or 0
+        ex.problems.append(p("attrs", f"annotate marks {len(annotate.numbers)} line(s) but the "
+                                      f"ordered list right after the block has {found} item(s)"))
+
+
+def check_excerpt(page: str, block: Block, files: FileCache, lock: dict | None) -> Excerpt:
+    """Check one block; ``lock`` maps keys to entries (None: skip the lock comparison)."""
+    ex = Excerpt(page, block)
+    b = block
+
+    def p(kind: str, message: str, new_range=None) -> Problem:
+        return Problem(kind, message, page, b.page_line, b.file, b.start, b.end, new_range)
+
+    if b.error:
+        ex.problems.append(p("malformed", b.error))
+        return ex
+    lines, why = files.lines(b.file)
+    if lines is None:
+        ex.problems.append(p("missing-file", why))
+        return ex
+    range_ok = False
+    if b.start < 1 or b.end < 1:
+        ex.problems.append(p("range", "empty range: line numbers start at 1"))
+    elif b.end < b.start:
+        ex.problems.append(p("range", f"reversed range: {b.end} comes before {b.start}"))
+    elif b.end > len(lines):
+        ex.problems.append(p("range", f"range past the end of the file, which has {len(lines)} lines"))
+    else:
+        range_ok = True
+        ex.lines = lines[b.start - 1 : b.end]
+        ex.sha256 = hash_lines(ex.lines)
+        _attr_problems(ex, p)
+    if lock is None or b.start < 1 or b.end < b.start:
+        return ex
+    ex.locked = lock.get(ex.key)
+    if ex.locked is None:
+        if range_ok:
+            ex.problems.append(p("unlocked", f"excerpt missing from {LOCK_NAME}; {UPDATE}"))
+        return ex
+    if ex.locked.sha256 == ex.sha256:
+        return ex
+    ex.new_range = find_moved(lines, ex.locked.sha256, b.end - b.start + 1, b.start)
+    if ex.new_range:
+        a, z = ex.new_range
+        if not range_ok:  # past the end: say where the lines went instead
+            ex.problems = [q for q in ex.problems if q.kind != "range"]
+        ex.problems.append(p("moved", f"moved: the locked text now stands at lines {a}–{z}; {UPDATE}",
+                             ex.new_range))
+    elif range_ok:
+        ex.problems.append(p("changed", f"text changed since it was locked; {ACCEPT}"))
+    return ex
+
+
+def docs_pages(docs_dir: Path) -> dict[str, Path]:
+    """Markdown pages under docs/ (skipping dot-folders such as .hooks), by docs-relative path."""
+    pages = {}
+    for path in sorted(docs_dir.rglob("*.md")):
+        rel = path.relative_to(docs_dir)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        pages[rel.as_posix()] = path
+    return pages
+
+
+def check(
+    root: Path | None = None,
+    *,
+    docs_dir: Path | None = None,
+    pages: dict[str, str] | None = None,
+    entries: list[Entry] | None = None,
+) -> Report:
+    """Check every excerpt of ``pages`` (page → markdown; default: all of docs/)."""
+    root = root or project_root()
+    docs_dir = docs_dir or root / "docs"
+    if pages is None:
+        pages = {rel: path.read_text(encoding="utf-8") for rel, path in docs_pages(docs_dir).items()}
+    if entries is None:
+        entries = read_lock(lock_path(root))
+    lock = {e.key: e for e in entries}
+    files = FileCache(root)
+    excerpts = [
+        check_excerpt(page, block, files, lock)
+        for page, text in sorted(pages.items())
+        for block in find_blocks(text)
+    ]
+    problems = [q for ex in excerpts for q in ex.problems]
+    used = {ex.key for ex in excerpts}
+    for e in sorted(set(entries)):
+        if e.key not in used:
+            why = "the page no longer quotes this range" if e.page in pages else "no such page"
+            problems.append(Problem("unused", f"lock entry that no page uses ({why}); {UPDATE}",
+                                    e.page, None, e.file, e.start, e.end))
+    return Report(excerpts, problems, len(pages))

@@ -1,0 +1,135 @@
+"""``excerpts.lock.json``: every excerpt's page, file, line range and text hash.
+
+Format (read by other tools too; keep it stable)::
+
+    {"version": 1,
+     "excerpts": [{"page": "glossary/barriers.md", "file": "kernels/matmul_tiled.metal",
+                   "start": 31, "end": 52, "sha256": "..."}]}
+
+``page`` is relative to docs/, ``file`` to the repository root; ``sha256`` is taken over
+lines start..end (1-based, inclusive) joined with ``\\n`` plus a final ``\\n``. Entries
+are sorted by (page, file, start, end) and written with indent=2 and a trailing newline,
+atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..paths import project_root
+
+VERSION = 1
+LOCK_NAME = "excerpts.lock.json"
+
+
+class LockError(RuntimeError):
+    """The lock file cannot be read."""
+
+
+@dataclass(frozen=True, order=True)
+class Entry:
+    page: str
+    file: str
+    start: int
+    end: int
+    sha256: str
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        return (self.page, self.file, self.start, self.end)
+
+
+def lock_path(root: Path | None = None) -> Path:
+    return (root or project_root()) / LOCK_NAME
+
+
+def file_lines(text: str) -> list[str]:
+    """A file's lines: split on ``\\n``, newline removed, no phantom line after a final newline."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def hash_lines(lines: list[str]) -> str:
+    return hashlib.sha256(("\n".join(lines) + "\n").encode("utf-8")).hexdigest()
+
+
+def read_lock(path: Path) -> list[Entry]:
+    """The lock's entries; a missing lock is an empty one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except json.JSONDecodeError as exc:
+        raise LockError(f"{path}: not valid JSON ({exc}); fix it or delete it and run "
+                        "`gemmglossary excerpts update`") from None
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        raise LockError(f"{path}: expected {{\"version\": {VERSION}, \"excerpts\": [...]}}")
+    try:
+        return [
+            Entry(str(e["page"]), str(e["file"]), int(e["start"]), int(e["end"]), str(e["sha256"]))
+            for e in data["excerpts"]
+        ]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LockError(f"{path}: malformed entry ({exc!r}); each needs page, file, start, "
+                        "end, sha256") from None
+
+
+def dumps(entries: list[Entry]) -> str:
+    unique = sorted(set(entries))
+    data = {"version": VERSION, "excerpts": [asdict(e) for e in unique]}
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename it into place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_lock(path: Path, entries: list[Entry]) -> bool:
+    """Write the lock if its content changes; return whether it did."""
+    text = dumps(entries)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except FileNotFoundError:
+        pass
+    write_text_atomic(path, text)
+    return True
+
+
+@contextlib.contextmanager
+def exclusive(root: Path):
+    """Serialize concurrent ``excerpts update`` runs on one checkout (POSIX advisory lock)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no serialization
+        yield
+        return
+    folder = root / ".cache"
+    folder.mkdir(exist_ok=True)
+    with open(folder / "excerpts-update.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

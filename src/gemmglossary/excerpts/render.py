@@ -1,0 +1,141 @@
+"""Expand excerpt blocks into plain fenced code (what the mkdocs hook emits).
+
+For ``--8<-- "kernels/matmul_tiled.metal:31:52"`` with ``annotate="36 44" hl_lines="40"``::
+
+    Source: [kernels/matmul_tiled.metal, lines 31–52](../kernels/matmul_tiled.metal){ .excerpt-source }
+
+    ```metal title="kernels/matmul_tiled.metal · lines 31–52" linenums="31" hl_lines="10"
+    ...line 36... // (1)!
+    ...
+    ```
+
+Annotation markers go into C++ comments, where Material for MkDocs looks for them:
+``// (1)!`` on a line without a comment (the ``!`` hides the comment characters), or
+`` (1)`` at the end of the line's own trailing comment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .blocks import Block, find_blocks, parse_numbers
+from .check import expected_title, span
+
+#: Attributes the expansion writes itself (author copies are replaced).
+_OWN_ATTRS = {"annotate", "hl_lines", "linenums", "title"}
+
+
+def comment_states(lines: list[str]) -> list[tuple[bool, bool]]:
+    """Per line: (ends inside a /* */ comment, has a trailing // comment).
+
+    A small scanner over C++ lexical structure (strings, chars, both comment kinds);
+    enough to place annotation markers correctly.
+    """
+    out = []
+    in_block = False
+    for line in lines:
+        i, n, line_comment = 0, len(line), False
+        quote = None
+        while i < n:
+            c = line[i]
+            if in_block:
+                if line.startswith("*/", i):
+                    in_block = False
+                    i += 2
+                    continue
+            elif quote:
+                if c == "\\":
+                    i += 2
+                    continue
+                if c == quote:
+                    quote = None
+            elif line.startswith("//", i):
+                line_comment = True
+                break
+            elif line.startswith("/*", i):
+                in_block = True
+                i += 2
+                continue
+            elif c in "\"'":
+                quote = c
+            i += 1
+        out.append((in_block, line_comment))
+    return out
+
+
+def add_markers(line: str, numbers: list[int], in_block: bool, line_comment: bool) -> str:
+    marks = " ".join(f"({k})" for k in numbers)
+    text = line.rstrip()
+    if in_block or line_comment:
+        return f"{text} {marks}"
+    if text.endswith("\\"):  # macro continuation: keep the backslash last
+        return f"{text[:-1].rstrip()} /* {marks} */ \\"
+    if len(numbers) == 1:
+        return f"{text} // {marks}!"
+    return f"{text} // {marks}"
+
+
+def annotated_lines(all_lines: list[str], start: int, end: int, annotate: list[int]) -> list[str]:
+    """Lines start..end of a file, with markers (1), (2), ... on the ``annotate`` lines."""
+    states = comment_states(all_lines[:end])
+    marks: dict[int, list[int]] = {}
+    for k, n in enumerate(annotate, 1):
+        marks.setdefault(n, []).append(k)
+    out = []
+    for n in range(start, end + 1):
+        text = all_lines[n - 1]
+        if n in marks:
+            text = add_markers(text, marks[n], *states[n - 1])
+        out.append(text)
+    return out
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace('"', "&quot;") + '"'
+
+
+def render_block(block: Block, all_lines: list[str], link: str) -> list[str]:
+    """The expanded lines (without indentation) replacing one block."""
+    start, end = block.start, block.end
+    annotate = parse_numbers(block.attr("annotate"), ranges=False).numbers
+    hl = parse_numbers(block.attr("hl_lines"), ranges=True).numbers
+    code = annotated_lines(all_lines, start, end, annotate)
+    char = block.fence[0]
+    longest = max((len(m.group(0)) for t in code if (m := re.match(re.escape(char) + "+", t.lstrip()))),
+                  default=0)
+    fence = char * max(len(block.fence), longest + 1)
+    info = ["metal"]
+    info += [f"{k}={_quote(v)}" for k, v in block.attrs if k not in _OWN_ATTRS]
+    if block.extra_attr_text:
+        info.append(block.extra_attr_text)
+    info.append(f"title={_quote(expected_title(block.file, start, end))}")
+    info.append(f'linenums="{start}"')
+    if hl:
+        info.append('hl_lines="' + " ".join(str(n - start + 1) for n in hl) + '"')
+    return [link, "", fence + " ".join(info), *code, fence]
+
+
+def expand(markdown: str, read_lines: Callable[[str], list[str]], link_for: Callable[[Block], str]) -> str:
+    """Replace every excerpt block of a page by its expansion.
+
+    ``read_lines(file)`` gives a file's lines; ``link_for(block)`` the Markdown source
+    link. Blocks must already be valid (the hook checks them first).
+    """
+    lines = markdown.split("\n")
+    for block in reversed(find_blocks(markdown)):
+        new = render_block(block, read_lines(block.file), link_for(block))
+        ind = block.indent
+        new = [ind + t if t else "" for t in new]
+        if block.open_index > 0 and lines[block.open_index - 1].strip():
+            new.insert(0, "")
+        lines[block.open_index : block.close_index + 1] = new
+    return "\n".join(lines)
+
+
+def source_link(text: str, url: str) -> str:
+    return f"Source: [{text}]({url}){{ .excerpt-source }}"
+
+
+def link_text(display: str, start: int, end: int) -> str:
+    return f"{display}, {span(start, end)}"
