@@ -1,0 +1,106 @@
+"""What the hook emits for an excerpt block (title, linenums, markers, source link)."""
+
+from __future__ import annotations
+
+import pytest
+from mkdocs.exceptions import PluginError
+
+from gemmglossary.excerpts import hook
+from gemmglossary.excerpts.render import add_markers, comment_states
+
+from .conftest import PAGE
+
+
+class FakeFile:
+    def __init__(self, src_uri):
+        self.src_uri = src_uri
+
+
+class FakePage:
+    def __init__(self, src_uri):
+        self.file = FakeFile(src_uri)
+
+
+def render(markdown, src_uri="index.md"):
+    return hook.on_page_markdown(markdown, FakePage(src_uri), None, None)
+
+
+def test_comment_states():
+    lines = ["int a; // c", 'x = "//"; ', "/* open", "still */ y;", "z; /* one */", "'/'; /*"]
+    assert comment_states(lines) == [
+        (False, True), (False, False), (True, False), (False, False), (False, False), (True, False),
+    ]
+
+
+def test_markers():
+    assert add_markers("  x = 1;  ", [1], False, False) == "  x = 1; // (1)!"
+    assert add_markers("x; // why", [2], False, True) == "x; // why (2)"
+    assert add_markers("   inside a comment", [3], True, False) == "   inside a comment (3)"
+    assert add_markers("x; y;", [1, 2], False, False) == "x; y; // (1) (2)"
+    assert add_markers("#define F(x) \\", [1], False, False) == "#define F(x) /* (1) */ \\"
+
+
+def test_expansion_of_a_first_party_excerpt(project):
+    out = render(PAGE, "glossary/add.md")
+    expected = """\
+# Adding one
+
+The kernel body:
+
+Source: [kernels/add.metal, lines 5–11](../kernels/add.metal){ .excerpt-source }
+
+```metal title="kernels/add.metal · lines 5–11" linenums="5" hl_lines="3"
+kernel void add(device float* a [[buffer(0)]],  // input buffer (1)
+                uint i [[thread_position_in_grid]]) {
+    a[i] += 1.0f; // (2)!
+    /* a block
+       comment */
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+```
+
+1.  The buffer.
+2.  The add.
+"""
+    assert out.startswith(expected)
+
+
+def test_expansion_keeps_indentation_and_other_attributes(project):
+    page = '!!! note\n    Text.\n    ```metal .extra data-x="1"\n    --8<-- "kernels/add.metal:12:12"\n    ```\n'
+    out = render(page)
+    assert out.split("\n") == [
+        "!!! note",
+        "    Text.",
+        "",
+        "    Source: [kernels/add.metal, line 12](kernels/add.metal){ .excerpt-source }",
+        "",
+        '    ```metal data-x="1" .extra title="kernels/add.metal · line 12" linenums="12"',
+        "    // 12 end",
+        "    ```",
+        "",
+    ]
+
+
+def test_expansion_of_an_mlx_excerpt_links_upstream(with_mlx):
+    page = '```metal\n--8<-- "kernels/vendor/mlx/backend/metal/kernels/steel/gemm/mma.h:32:40"\n```\n'
+    out = render(page)
+    link = ("https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/kernels/"
+            "steel/gemm/mma.h#L32-L40")
+    assert f"Source: [mlx/backend/metal/kernels/steel/gemm/mma.h, lines 32–40 (MLX v0.32.4)]({link})" in out
+    assert 'title="mlx/backend/metal/kernels/steel/gemm/mma.h · lines 32–40" linenums="32"' in out
+
+
+def test_code_containing_fences_gets_a_longer_fence(project):
+    project.kernel("f.metal", "// ```\n```\nint x;\n")
+    out = render('```metal\n--8<-- "kernels/f.metal:1:3"\n```\n')
+    assert '\n````metal title=' in out and out.rstrip().endswith("````")
+
+
+def test_pages_without_excerpts_are_untouched(project):
+    page = "# T\n\n```metal\nint x;\n```\n"
+    assert render(page) is page
+
+
+def test_invalid_excerpt_fails_the_page(project):
+    with pytest.raises(PluginError, match=r"docs/index.md:2: kernels/add.metal lines 5–99: range past the end"):
+        render('```metal\n--8<-- "kernels/add.metal:5:99"\n```\n')
