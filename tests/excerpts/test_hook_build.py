@@ -1,0 +1,92 @@
+"""A real ``mkdocs build`` of a tiny site that uses the hook and the repo's Markdown config."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from gemmglossary.excerpts.update import update
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+MLX_PAGE = """\
+# MLX
+
+```metal annotate="34"
+--8<-- "kernels/vendor/mlx/backend/metal/kernels/steel/gemm/mma.h:32:40"
+```
+
+1.  The fragment is 8 by 8.
+"""
+
+
+@pytest.fixture
+def site(with_mlx):
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text())
+    config["site_name"] = "Tiny"
+    config["nav"] = [{"Home": "index.md"}, {"MLX": "glossary/mlx.md"}]
+    (with_mlx.root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    hook = REPO / "docs" / ".hooks" / "excerpts.py"
+    (with_mlx.root / "docs" / ".hooks").mkdir()
+    shutil.copy(hook, with_mlx.root / "docs" / ".hooks" / "excerpts.py")
+    with_mlx.page("glossary/mlx.md", MLX_PAGE)
+    assert update().ok
+    return with_mlx
+
+
+def build(root, *args):
+    env = {**os.environ, "GEMMGLOSSARY_ROOT": str(root), "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", *args, "-d", str(root / "site")],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_strict_build_expands_excerpts(site):
+    run = build(site.root, "--strict")
+    assert run.returncode == 0, run.stderr
+    html = (site.root / "site" / "index.html").read_text()
+    # Title, the file's own line numbers, the highlighted line, the annotation markers.
+    assert '<span class="filename">kernels/add.metal · lines 5–11</span>' in html
+    assert 'href="#__codelineno-0-5"> 5</a>' in html and 'href="#__codelineno-0-11">11</a>' in html
+    assert '<span class="c1">// input buffer (1)</span>' in html
+    assert '<span class="c1">// (2)!</span>' in html
+    assert '<span class="hll">' in html
+    assert '<a class="excerpt-source" href="kernels/add.metal">kernels/add.metal, lines 5–11</a>' in html
+    # The first-party kernel is published with the site, byte for byte.
+    assert (site.root / "site" / "kernels" / "add.metal").read_text() == site.read("kernels/add.metal")
+    mlx = (site.root / "site" / "glossary" / "mlx" / "index.html").read_text()
+    assert ('href="https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/kernels/'
+            'steel/gemm/mma.h#L32-L40"') in mlx
+    assert "(1)" in mlx
+
+
+def test_drifted_excerpt_fails_the_build_even_without_strict(site):
+    site.insert_lines("kernels/add.metal", 3, ["// a", "// b"])
+    run = build(site.root)
+    assert run.returncode != 0
+    assert "docs/index.md:6: kernels/add.metal lines 5–11: moved: the locked text now stands at lines 7–13" in run.stderr
+    assert update().ok
+    assert build(site.root, "--strict").returncode == 0
+
+
+def test_changed_excerpt_fails_the_build(site):
+    site.replace_line("kernels/add.metal", 7, "    a[i] += 2.0f;")
+    run = build(site.root, "--strict")
+    assert run.returncode != 0
+    assert "docs/index.md:6: kernels/add.metal lines 5–11: text changed" in run.stderr
+
+
+def test_missing_vendor_manifest_fails_clearly(site):
+    (site.root / "kernels" / "vendor.toml").unlink()
+    shutil.rmtree(site.root / "kernels" / "vendor")
+    run = build(site.root)
+    assert run.returncode != 0
+    assert "cannot materialize the pinned MLX files" in run.stderr and "vendor.toml: missing" in run.stderr

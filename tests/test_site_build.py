@@ -1,0 +1,42 @@
+"""``mkdocs build --strict`` of the real site, inside the test suite.
+
+The hook (docs/.hooks/excerpts.py) checks every kernel excerpt against
+excerpts.lock.json, so this also fails when an excerpt drifted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow
+
+
+def test_site_builds_strictly(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "GEMMGLOSSARY_ROOT"}
+    env["NO_MKDOCS_2_WARNING"] = "1"
+    site = tmp_path / "site"
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"), "-d", str(site)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    glossary = ["barriers", "cooperative-load", "register-blocking", "simdgroup-matrix",
+                "epilogue-fusion", "max-total-threads"]
+    for page in [f"glossary/{g}" for g in glossary] + ["case-studies/tiled-gemm", "case-studies/tiled-to-simdgroup"]:
+        html = (site / page / "index.html").read_text(encoding="utf-8")
+        assert 'class="excerpt-source"' in html, f"{page}: no kernel excerpt"
+        if page.startswith("glossary/"):
+            # Each entry quotes a first-party kernel (published with the site) and MLX steel.
+            assert 'href="../../kernels/' in html, f"{page}: no first-party kernel excerpt"
+            assert "https://github.com/ml-explore/mlx/blob/v" in html, f"{page}: no MLX excerpt"
+    # Quoted first-party kernels are published next to the pages, so source links work offline.
+    for kernel in (site / "kernels").glob("*.metal"):
+        assert kernel.read_bytes() == (REPO / "kernels" / kernel.name).read_bytes()
+    assert list((site / "kernels").glob("*.metal")), "no first-party kernel published"
