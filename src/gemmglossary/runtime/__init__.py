@@ -1,17 +1,43 @@
-"""One kernel API over two backends: the Apple GPU and the CPU emulator.
+"""One kernel API over two backends: the Apple GPU (``metal``) and the CPU emulator.
 
-For now only the emulator backend exists; backend selection and the Metal path
-arrive with the runtime issue.
+* :func:`load_kernel` compiles a ``.metal`` file (or source string) verbatim and
+  returns a kernel called with buffers and a dispatch, like a Metal compute pipeline.
+* :func:`metal_kernel` is ``mx.fast.metal_kernel``: a body plus names; MLX's signature
+  generation is reproduced exactly for the emulator.
+* :func:`backend` reports the active backend: ``metal`` on macOS arm64 with a Metal
+  device, else ``emulator``; ``GEMMGLOSSARY_BACKEND=metal|emulator`` forces one, and
+  forcing ``metal`` where it cannot run raises :class:`BackendUnavailable`.
+
+The metal paths are written to Apple's and MLX's documented APIs but cannot run on
+the Linux machines this project is developed on; CI on macos-14 exercises them.
 """
 
 from __future__ import annotations
 
+from .backend import BACKENDS, ENV_VAR, BackendUnavailable, backend, metal_status
+from .fast import metal_kernel
 
-def load_kernel(path_or_source, name, **kwargs):
+
+def load_kernel(path_or_source, name, *, defines=None, function_constants=None, include_dirs=None,
+                backend_name: str | None = None):
+    """Compile kernel ``name``; see the emulator and :mod:`.metal_api` for the call.
+
+    ``kernel(*buffers, threads=(x,y,z) | threadgroups=(x,y,z), threads_per_threadgroup=(x,y,z),
+    threadgroup_memory={index: bytes})``; numpy arrays are device buffers written back
+    in place, scalars/structured arrays/bytes fill ``constant`` arguments.
+    """
+    chosen = backend(backend_name)
+    kwargs = dict(defines=defines, function_constants=function_constants, include_dirs=include_dirs)
+    if chosen == "metal":
+        from .metal_api import load_kernel as metal_load_kernel
+
+        return metal_load_kernel(path_or_source, name, **kwargs)
     from ..emulator import load_kernel as emulator_load_kernel
 
     return emulator_load_kernel(path_or_source, name, **kwargs)
 
 
-def metal_kernel(*args, **kwargs):
-    raise NotImplementedError("gemmglossary.metal_kernel arrives with the runtime issue (#5)")
+__all__ = [
+    "BACKENDS", "ENV_VAR", "BackendUnavailable", "backend", "metal_status",
+    "load_kernel", "metal_kernel",
+]
