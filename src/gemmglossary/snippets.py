@@ -1,0 +1,91 @@
+"""Small helpers shared by the runnable snippets in ``snippets/``.
+
+- :func:`kernel_source` reads a first-party kernel (``kernels/<name>``).
+- :func:`replace_once` edits kernel text for a "break it" variant and fails loudly
+  when the text it expects is gone, so a broken variant always follows the real kernel.
+- :func:`show_figure` displays a matplotlib figure with alt text. In a notebook (and in
+  the site, which executes the snippets with mkdocs-jupyter) the figure is an inline
+  PNG inside an ``<img alt=...>``; run as a plain script it prints the alt text, and
+  saves the PNG when ``GEMMGLOSSARY_FIGURES`` names a folder.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+import re
+from pathlib import Path
+
+from .paths import kernels_dir
+
+
+def kernel_path(name: str) -> Path:
+    return kernels_dir() / name
+
+
+def kernel_source(name: str) -> str:
+    return kernel_path(name).read_text(encoding="utf-8")
+
+
+def replace_once(text: str, old: str, new: str, count: int = 1) -> str:
+    """``text.replace(old, new)``, asserting that ``old`` occurs exactly ``count`` times."""
+    found = text.count(old)
+    if found != count:
+        raise AssertionError(
+            f"expected {count} occurrence(s) of {old!r} in the kernel source, found {found}; "
+            "the kernel changed, update the snippet's broken variant"
+        )
+    return text.replace(old, new)
+
+
+def defines(source: str, names) -> dict[str, int]:
+    """Default values of ``#define NAME <int>`` compile-time constants in ``source``."""
+    out = {}
+    for name in names:
+        m = re.search(rf"^\s*#define\s+{name}\s+(\d+)\s*$", source, re.MULTILINE)
+        if m is None:
+            raise AssertionError(f"no '#define {name} <int>' in the kernel source")
+        out[name] = int(m.group(1))
+    return out
+
+
+def _in_ipython() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+def show_figure(fig, alt: str, *, dpi: int = 110) -> None:
+    """Display ``fig`` (a ``matplotlib.figure.Figure``) with ``alt`` as its alt text."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
+    png = buf.getvalue()
+    try:  # a pyplot-managed figure would be shown a second time, without alt text
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    except Exception:
+        pass
+
+    folder = os.environ.get("GEMMGLOSSARY_FIGURES")
+    if folder:
+        slug = re.sub(r"[^a-z0-9]+", "-", alt.lower()).strip("-")[:60] or "figure"
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"{slug}.png").write_bytes(png)
+
+    if not _in_ipython():
+        print(f"[figure] {alt}")
+        return
+
+    from IPython.display import display
+
+    b64 = base64.b64encode(png).decode("ascii")
+    tag = (
+        f'<img alt="{html.escape(alt, quote=True)}" title="{html.escape(alt, quote=True)}" '
+        f'src="data:image/png;base64,{b64}" style="max-width:100%">'
+    )
+    display({"text/html": tag, "text/plain": f"[figure] {alt}"}, raw=True)

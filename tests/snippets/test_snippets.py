@@ -1,0 +1,232 @@
+"""The runnable snippets (snippets/*.py) and the mkdocs plumbing that renders them.
+
+- every snippet runs to completion as a script (the way a reader runs it);
+- every snippet has the shape the site relies on (a markdown H1 first, the command);
+- a snippet that raises fails a script run and an mkdocs build with the site's own
+  mkdocs-jupyter configuration (allow_errors off);
+- mkdocs-jupyter's cache is keyed by the kernels: editing a kernel changes the key and
+  the rendered output;
+- figures carry alt text and the notebook kernel is the Python running mkdocs.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+from gemmglossary import snippets_hook
+
+ROOT = Path(__file__).resolve().parents[2]
+SNIPPETS = snippets_hook.snippet_paths(ROOT)
+HOOK = ROOT / "docs" / ".hooks" / "snippets.py"
+EXPECTED = {
+    "cooperative_load", "register_blocking", "simdgroup_matrix", "barriers",
+    "epilogue_fusion", "max_total_threads", "tiled_gemm", "tiled_to_simdgroup",
+}
+
+
+def _env(**extra) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("MPLBACKEND", "Agg")
+    env.update(extra)
+    return env
+
+
+def _run_script(path: Path, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(path)], cwd=ROOT, env=_env(**env),
+        capture_output=True, text=True, timeout=900,
+    )
+
+
+def test_every_glossary_entry_and_case_study_has_a_snippet():
+    assert {p.stem for p in SNIPPETS} >= EXPECTED
+
+
+@pytest.mark.parametrize("path", SNIPPETS, ids=[p.stem for p in SNIPPETS])
+def test_snippet_shape(path: Path):
+    nb = jupytext.read(path)
+    first = nb.cells[0]
+    assert first.cell_type == "markdown", "a snippet starts with a markdown cell"
+    h1 = [line for line in first.source.splitlines() if line.startswith("# ")]
+    assert len(h1) == 1, "the first cell has exactly one H1 title"
+    assert f"python snippets/{path.name}" in first.source, "the first cell shows the command"
+    text = path.read_text(encoding="utf-8")
+    assert "Break it" in text, "every snippet has a 'Break it' cell"
+    assert "assert_allclose" in text, "every snippet checks its kernel against numpy"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SNIPPETS, ids=[p.stem for p in SNIPPETS])
+def test_snippet_runs(path: Path, tmp_path: Path):
+    proc = _run_script(path, GEMMGLOSSARY_FIGURES=str(tmp_path))
+    assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    assert proc.stdout.strip(), f"{path.name} printed nothing"
+
+
+BROKEN = '''\
+# %% [markdown]
+# # Broken on purpose
+# Run it with `python snippets/broken.py`.
+
+# %%
+print("before the error")
+
+# %%
+raise RuntimeError("this snippet is broken on purpose")
+'''
+
+
+def test_broken_snippet_fails_as_a_script(tmp_path: Path):
+    path = tmp_path / "broken.py"
+    path.write_text(BROKEN)
+    proc = _run_script(path)
+    assert proc.returncode != 0
+    assert "broken on purpose" in proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# mkdocs plumbing, on a tiny site that uses the real hook and plugin configuration.
+
+GOOD = '''\
+# %% [markdown]
+# # Tiny snippet
+# Run it with `python snippets/good.py`.
+
+# %%
+import sys
+from pathlib import Path
+from gemmglossary.paths import kernels_dir
+print("EXECUTABLE", sys.executable)
+print("KERNEL", Path(kernels_dir(), "k.metal").read_text().splitlines()[0])
+
+# %%
+from matplotlib.figure import Figure
+from gemmglossary.snippets import show_figure
+fig = Figure(figsize=(2, 2))
+fig.add_subplot().plot([0, 1], [1, 0])
+show_figure(fig, "A falling line, drawn to check alt text")
+'''
+
+
+def _site_plugin_config() -> dict:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    for entry in config["plugins"]:
+        if isinstance(entry, dict) and snippets_hook.PLUGIN_NAME in entry:
+            return entry[snippets_hook.PLUGIN_NAME]
+    raise AssertionError("mkdocs.yml has no mkdocs-jupyter plugin entry")
+
+
+def _tiny_site(root: Path, snippets: dict[str, str]) -> Path:
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "index.md").write_text("# Tiny\n")
+    (root / "kernels").mkdir()
+    (root / "kernels" / "k.metal").write_text("// version 1\n")
+    (root / "snippets").mkdir()
+    for name, text in snippets.items():
+        (root / "snippets" / name).write_text(text)
+    config = {
+        "site_name": "tiny",
+        "docs_dir": "docs",
+        "strict": True,
+        "hooks": [str(HOOK)],
+        "plugins": [{snippets_hook.PLUGIN_NAME: _site_plugin_config()}],
+        "nav": ["index.md", *[f"snippets/{name}" for name in snippets]],
+    }
+    (root / "mkdocs.yml").write_text(yaml.safe_dump(config))
+    return root
+
+
+def _build(root: Path) -> subprocess.CompletedProcess:
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    return subprocess.run(
+        [str(mkdocs), "build", "--strict", "-f", str(root / "mkdocs.yml"), "-d", str(root / "site")],
+        cwd=root, env=_env(GEMMGLOSSARY_ROOT=str(root)),
+        capture_output=True, text=True, timeout=600,
+    )
+
+
+def test_site_config_executes_without_allowing_errors():
+    plugin = _site_plugin_config()
+    assert plugin["execute"] is True
+    assert plugin["allow_errors"] is False
+    assert plugin["include"] == ["snippets/*.py"]
+
+
+def test_cache_key_follows_kernels_and_package(tmp_path: Path, monkeypatch):
+    root = tmp_path
+    (root / "kernels").mkdir()
+    (root / "kernels" / "a.metal").write_text("kernel void a() {}\n")
+    (root / "kernels" / "vendor.toml").write_text("mlx = '0.32.4'\n")
+    (root / "src" / "gemmglossary").mkdir(parents=True)
+    (root / "src" / "gemmglossary" / "emu.py").write_text("X = 1\n")
+    monkeypatch.setenv("GEMMGLOSSARY_ROOT", str(root))
+
+    first = snippets_hook.cache_key()
+    assert first == snippets_hook.cache_key(), "the key is deterministic"
+
+    (root / "kernels" / "a.metal").write_text("kernel void a() { /* edited */ }\n")
+    second = snippets_hook.cache_key()
+    assert second != first, "editing a kernel changes the key"
+
+    (root / "kernels" / "vendor.toml").write_text("mlx = '0.32.5'\n")
+    third = snippets_hook.cache_key()
+    assert third != second, "changing the vendored MLX pin changes the key"
+
+    (root / "src" / "gemmglossary" / "emu.py").write_text("X = 2\n")
+    fourth = snippets_hook.cache_key()
+    assert fourth != third, "changing the emulator/runtime changes the key"
+
+    (root / "kernels" / "b.metal").write_text("kernel void b() {}\n")
+    assert snippets_hook.cache_key() != fourth, "adding a kernel changes the key"
+
+    assert snippets_hook.cache_dir_for(first) != snippets_hook.cache_dir_for(second)
+    assert snippets_hook.cache_dir_for(first).is_relative_to(root)
+
+
+@pytest.mark.slow
+def test_tiny_site_renders_executes_and_recomputes_on_kernel_edit(tmp_path: Path):
+    root = _tiny_site(tmp_path / "site-src", {"good.py": GOOD})
+    proc = _build(root)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    page = root / "site" / "snippets" / "good" / "index.html"
+    body = html.unescape(page.read_text())
+
+    # Executed, by the interpreter running mkdocs (the venv's kernelspec).
+    assert "KERNEL // version 1" in body
+    m = re.search(r"EXECUTABLE (\S+)", body)
+    assert m and Path(m.group(1)).resolve() == Path(sys.executable).resolve(), m and m.group(1)
+
+    # Every image has a non-empty alt text.
+    imgs = re.findall(r"<img\b[^>]*>", page.read_text())
+    assert imgs, "the figure is rendered"
+    for tag in imgs:
+        alt = re.search(r'\balt="([^"]*)"', tag)
+        assert alt and alt.group(1).strip(), f"image without alt text: {tag[:120]}"
+
+    # Rebuilding unchanged hits the cache; editing the kernel re-executes.
+    cache_root = root / ".cache" / "mkdocs-jupyter"
+    before = sorted(p.name for p in cache_root.iterdir())
+    (root / "kernels" / "k.metal").write_text("// version 2\n")
+    proc = _build(root)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    assert "KERNEL // version 2" in html.unescape(page.read_text())
+    after = sorted(p.name for p in cache_root.iterdir())
+    assert after != before and len(after) == 1, (before, after)
+
+
+@pytest.mark.slow
+def test_tiny_site_build_fails_on_a_broken_snippet(tmp_path: Path):
+    root = _tiny_site(tmp_path / "site-src", {"good.py": GOOD, "broken.py": BROKEN})
+    proc = _build(root)
+    assert proc.returncode != 0, "a snippet that raises must fail the build"
+    assert "broken on purpose" in proc.stdout + proc.stderr
