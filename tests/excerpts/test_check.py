@@ -47,7 +47,7 @@ def test_pure_move_names_page_file_old_and_new_range(locked):
     locked.insert_lines("kernels/add.metal", 3, ["// new", "// lines", "// here"])
     _, msg = only(check(), "moved")
     assert msg.startswith("docs/index.md:6: kernels/add.metal lines 5–11: ")
-    assert "now stands at lines 8–14" in msg
+    assert "moved: now at lines 8–14; run `gemmglossary excerpts update`" in msg
     assert "gemmglossary excerpts update" in msg
 
 
@@ -57,7 +57,7 @@ def test_move_up_past_the_old_end_reports_the_move(locked):
     problem, msg = only(check(), "moved")  # no separate "past the end" problem
     assert problem.new_range == (1, 7)
     assert msg.startswith("docs/index.md:6: kernels/add.metal lines 5–11: moved")
-    assert "now stands at lines 1–7" in msg
+    assert "moved: now at lines 1–7;" in msg
 
 
 def test_move_picks_the_copy_nearest_the_old_range(locked):

@@ -32,6 +32,9 @@ def site(with_mlx):
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text())
     config["site_name"] = "Tiny"
     config["nav"] = [{"Home": "index.md"}, {"MLX": "glossary/mlx.md"}]
+    # The repo's theme and Markdown extensions, with only this hook and no other plugin.
+    config["hooks"] = ["docs/.hooks/excerpts.py"]
+    config["plugins"] = ["search"]
     (with_mlx.root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     hook = REPO / "docs" / ".hooks" / "excerpts.py"
     (with_mlx.root / "docs" / ".hooks").mkdir()
@@ -72,7 +75,7 @@ def test_drifted_excerpt_fails_the_build_even_without_strict(site):
     site.insert_lines("kernels/add.metal", 3, ["// a", "// b"])
     run = build(site.root)
     assert run.returncode != 0
-    assert "docs/index.md:6: kernels/add.metal lines 5–11: moved: the locked text now stands at lines 7–13" in run.stderr
+    assert "docs/index.md:6: kernels/add.metal lines 5–11: moved: now at lines 7–13; run `gemmglossary excerpts update`" in run.stderr
     assert update().ok
     assert build(site.root, "--strict").returncode == 0
 
@@ -81,7 +84,7 @@ def test_changed_excerpt_fails_the_build(site):
     site.replace_line("kernels/add.metal", 7, "    a[i] += 2.0f;")
     run = build(site.root, "--strict")
     assert run.returncode != 0
-    assert "docs/index.md:6: kernels/add.metal lines 5–11: text changed" in run.stderr
+    assert "docs/index.md:6: kernels/add.metal lines 5–11: text changed; review the page, then `gemmglossary excerpts update --accept-changes`" in run.stderr
 
 
 def test_missing_vendor_manifest_fails_clearly(site):

@@ -16,7 +16,7 @@ from .lock import LOCK_NAME, Entry, file_lines, hash_lines, lock_path, read_lock
 
 VENDOR_PREFIX = "kernels/vendor/"
 UPDATE = "run `gemmglossary excerpts update`"
-ACCEPT = "review the page, then run `gemmglossary excerpts update --accept-changes`"
+ACCEPT = "review the page, then `gemmglossary excerpts update --accept-changes`"
 
 
 def span(start: int, end: int) -> str:
@@ -206,10 +206,10 @@ def check_excerpt(page: str, block: Block, files: FileCache, lock: dict | None) 
         a, z = ex.new_range
         if not range_ok:  # past the end: say where the lines went instead
             ex.problems = [q for q in ex.problems if q.kind != "range"]
-        ex.problems.append(p("moved", f"moved: the locked text now stands at lines {a}–{z}; {UPDATE}",
+        ex.problems.append(p("moved", f"moved: now at lines {a}–{z}; {UPDATE}",
                              ex.new_range))
     elif range_ok:
-        ex.problems.append(p("changed", f"text changed since it was locked; {ACCEPT}"))
+        ex.problems.append(p("changed", f"text changed; {ACCEPT}"))
     return ex
 
 

@@ -20,6 +20,7 @@ from mkdocs.structure.files import File, Files
 from .. import vendor
 from ..paths import project_root
 from .blocks import Block, find_blocks
+from .lock import LockError, lock_path
 from .check import VENDOR_PREFIX, FileCache, check, check_excerpt, display_path
 from .render import expand, link_text, source_link
 
@@ -36,16 +37,19 @@ def on_config(config):
         vendor.ensure()
     except vendor.VendorError as exc:
         raise PluginError(f"cannot materialize the pinned MLX files the pages quote: {exc}") from None
-    config.watch.append(str(project_root() / "kernels"))
+    # `mkdocs serve` rebuilds when a kernel or the lock changes, not only the pages.
+    config.watch.extend([str(project_root() / "kernels"), str(lock_path())])
     return config
 
 
 def on_files(files: Files, config) -> Files:
     root = project_root()
-    pages = {}
-    for f in files.documentation_pages():
-        pages[f.src_uri] = Path(f.abs_src_path).read_text(encoding="utf-8")
-    report = check(root, docs_dir=Path(config.docs_dir), pages=pages)
+    # The lock covers Markdown pages (notebook pages such as snippets/*.py quote no excerpts).
+    pages = {f.src_uri: f.content_string for f in files.documentation_pages() if f.src_uri.endswith(".md")}
+    try:
+        report = check(root, docs_dir=Path(config.docs_dir), pages=pages)
+    except LockError as exc:
+        raise PluginError(str(exc)) from None
     if report.problems:
         raise _fail(f"{len(report.problems)} kernel excerpt problem(s) "
                     "(see src/gemmglossary/excerpts/)", report.problems)

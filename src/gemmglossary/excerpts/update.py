@@ -46,8 +46,9 @@ def reanchor(lines: list[str], block: Block, new_start: int, new_end: int) -> No
     """Rewrite one block of a page (in place) to quote ``new_start..new_end``."""
     offset = new_start - block.start
     snippet_line = lines[block.snippet_index]
-    old_spec = f"{block.file}:{block.start}:{block.end}"
-    lines[block.snippet_index] = snippet_line.replace(old_spec, f"{block.file}:{new_start}:{new_end}", 1)
+    pattern = rf":{block.start}:{block.end}(?=[\"'][ \t]*$)"
+    lines[block.snippet_index], n = re.subn(pattern, f":{new_start}:{new_end}", snippet_line, count=1)
+    assert n == 1, snippet_line  # find_blocks parsed exactly this shape
     info = lines[block.open_index]
     for key in ("annotate", "hl_lines"):
         if (value := block.attr(key)) is not None:
