@@ -14,7 +14,7 @@ the Linux machines this project is developed on; CI on macos-14 exercises them.
 
 from __future__ import annotations
 
-from .backend import BACKENDS, ENV_VAR, BackendUnavailable, backend, metal_status
+from .selection import BACKENDS, ENV_VAR, BackendUnavailable, backend, metal_status
 from .fast import metal_kernel
 
 

@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from . import mlx_source as ms
-from .backend import BackendUnavailable, backend
+from .selection import BackendUnavailable, backend
 
 #: MLX compiles ``metal::utils() + source``: the text of its kernels/utils.h.
 MLX_PRELUDE = '#include "mlx/backend/metal/kernels/utils.h"\n'
