@@ -1,0 +1,163 @@
+"""``gg.metal_kernel`` runs kernels the way ``mx.fast.metal_kernel`` does, on every backend.
+
+The kernels are the examples of MLX's "Custom Metal Kernels" guide
+(docs/src/dev/custom_metal_kernels.rst, MLX v0.32.4) and small kernels that each
+exercise one rule of mlx/backend/common/metal_kernel.cpp and
+mlx/backend/metal/custom_kernel.cpp at that version: constant/device inputs, 0-d
+inputs, shape/strides/ndim, atomic outputs with init_value, templates, and the
+dispatch (grid in threads, threadgroup clamped to the grid, the size check).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gemmglossary as gg
+from gemmglossary.runtime import mlx_source as ms
+
+mx = pytest.importorskip("mlx.core")
+
+EXP = """
+    uint elem = thread_position_in_grid.x;
+    T tmp = inp[elem];
+    out[elem] = metal::exp(tmp);
+"""
+
+EXP_STRIDED = """
+    uint elem = thread_position_in_grid.x;
+    // Utils from `mlx/backend/metal/kernels/utils.h` are automatically included
+    uint loc = elem_to_loc(elem, inp_shape, inp_strides, inp_ndim);
+    T tmp = inp[loc];
+    out[elem] = metal::exp(tmp);
+"""
+
+
+def test_docs_exp_numpy_in_numpy_out(backend_name):
+    a = np.random.default_rng(0).normal(size=(4, 16)).astype(np.float16)
+    k = gg.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=EXP)
+    (b,) = k(inputs=[a], template=[("T", mx.float32)], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
+             output_shapes=[a.shape], output_dtypes=[mx.float16])
+    assert isinstance(b, np.ndarray) and b.dtype == np.float16 and b.shape == (4, 16)
+    np.testing.assert_allclose(b.astype(np.float32), np.exp(a.astype(np.float32)), rtol=2e-3)
+
+
+def test_docs_exp_mlx_in_mlx_out(backend_name):
+    a = mx.random.normal(shape=(4, 16), key=mx.random.key(1)).astype(mx.float16)
+    k = gg.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=EXP)
+    (b,) = k(inputs=[a], template=[("T", mx.float32)], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
+             output_shapes=[a.shape], output_dtypes=[a.dtype])
+    assert isinstance(b, mx.array) and b.dtype == mx.float16
+    assert mx.allclose(b, mx.exp(a), rtol=2e-3).item()
+
+
+@pytest.mark.parametrize("row_contiguous", [False, True])
+def test_docs_strided_exp(backend_name, row_contiguous):
+    base = np.random.default_rng(2).normal(size=(8, 16)).astype(np.float32)
+    a = base[::2].T  # non-contiguous: every other row, transposed
+    k = gg.metal_kernel(name="myexp_strided", input_names=["inp"], output_names=["out"],
+                        source=EXP_STRIDED, ensure_row_contiguous=row_contiguous)
+    (b,) = k(inputs=[a], template=[("T", mx.float32)], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
+             output_shapes=[a.shape], output_dtypes=[mx.float32])
+    np.testing.assert_allclose(b, np.exp(a), rtol=1e-6)
+
+
+def test_docs_strided_exp_mlx_slice(backend_name):
+    a = mx.random.normal(shape=(4, 16), key=mx.random.key(3))[::2]
+    k = gg.metal_kernel(name="myexp_strided", input_names=["inp"], output_names=["out"],
+                        source=EXP_STRIDED, ensure_row_contiguous=False)
+    (b,) = k(inputs=[a], template=[("T", mx.float32)], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
+             output_shapes=[a.shape], output_dtypes=[a.dtype])
+    assert mx.allclose(b, mx.exp(a)).item()
+
+
+def test_scalars_and_constant_inputs(backend_name):
+    # s: Python float -> 0-d float32 (const constant float&), n: int -> 0-d int32,
+    # c: 3 elements -> const constant int32_t*, x: 10 elements -> const device float*.
+    src = """
+        uint i = thread_position_in_grid.x;
+        out[i] = x[i] * s + c[i % 3] + n;
+    """
+    x = np.arange(10, dtype=np.float32)
+    c = np.array([100, 200, 300], dtype=np.int32)
+    k = gg.metal_kernel("affine", ["x", "s", "c", "n"], ["out"], src)
+    (out,) = k(inputs=[x, 2.0, c, 3], grid=(10, 1, 1), threadgroup=(32, 1, 1),
+               output_shapes=[(10,)], output_dtypes=[np.float32])
+    np.testing.assert_array_equal(out, x * 2 + c[np.arange(10) % 3] + 3)
+
+
+def test_atomic_outputs_and_init_value(backend_name):
+    src = """
+        uint i = thread_position_in_grid.x;
+        atomic_fetch_add_explicit(&total[0], inp[i], memory_order_relaxed);
+        atomic_fetch_add_explicit(&count[i % 4], 1, memory_order_relaxed);
+    """
+    inp = np.arange(1, 101, dtype=np.int32)
+    k = gg.metal_kernel("reduce", ["inp"], ["total", "count"], src, atomic_outputs=True)
+    total, count = k(inputs=[inp], grid=(100, 1, 1), threadgroup=(64, 1, 1),
+                     output_shapes=[(1,), (4,)], output_dtypes=[mx.int32, mx.int32], init_value=5)
+    assert int(total[0]) == 5050 + 5
+    np.testing.assert_array_equal(count, [30, 30, 30, 30])
+
+
+def test_template_int_bool_dtype(backend_name):
+    src = """
+        uint i = thread_position_in_grid.x;
+        out[i] = static_cast<U>(inp[i]) * N + (B ? 1 : 0);
+    """
+    inp = np.arange(8, dtype=np.float32)
+    k = gg.metal_kernel("tmpl", ["inp"], ["out"], src)
+    (out,) = k(inputs=[inp], template=[("U", mx.int32), ("N", 3), ("B", True)], grid=(8, 1, 1),
+               threadgroup=(8, 1, 1), output_shapes=[(8,)], output_dtypes=[mx.int32])
+    np.testing.assert_array_equal(out, np.arange(8) * 3 + 1)
+
+
+def test_grid_counts_threads_and_threadgroup_is_clamped(backend_name):
+    # grid (5, 3, 1) threads; threadgroup (256, 2, 1) is clamped per dimension to (5, 2, 1).
+    src = """
+        uint2 p = thread_position_in_grid.xy;
+        uint i = p.y * threads_per_grid.x + p.x;
+        tpg[i] = threads_per_threadgroup.x * 10 + threads_per_threadgroup.y;
+    """
+    k = gg.metal_kernel("clamp", ["dummy"], ["tpg"], src)
+    (tpg,) = k(inputs=[np.zeros(1, np.float32)], grid=(5, 3, 1), threadgroup=(256, 2, 1),
+               output_shapes=[(15,)], output_dtypes=[mx.uint32], init_value=0)
+    # rows 0-1 form full threadgroups of height 2; row 2 is an edge threadgroup of height 1
+    np.testing.assert_array_equal(tpg.reshape(3, 5), [[52] * 5, [52] * 5, [51] * 5])
+
+
+def test_threadgroup_too_large(backend_name):
+    k = gg.metal_kernel("big", ["a"], ["b"], "b[thread_position_in_grid.x] = a[0];")
+    with pytest.raises(ValueError, match=r"Thread group size \(2048\) is greater than"):
+        k(inputs=[np.zeros(8, np.float32)], grid=(2048, 1, 1), threadgroup=(2048, 1, 1),
+          output_shapes=[(2048,)], output_dtypes=[mx.float32])
+
+
+def test_wrong_number_of_inputs(backend_name):
+    k = gg.metal_kernel("n", ["a", "b"], ["c"], "c[0] = a[0] + b[0];")
+    with pytest.raises(ValueError, match=r"Expected `inputs` to have size 2 but got size 1"):
+        k(inputs=[np.zeros(8, np.float32)], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+          output_shapes=[(1,)], output_dtypes=[mx.float32])
+
+
+def test_verbose_prints_the_generated_source(backend_name, capfd):
+    a = np.ones((4, 16), np.float16)
+    k = gg.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=EXP)
+    k(inputs=[a], template=[("T", mx.float32)], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
+      output_shapes=[a.shape], output_dtypes=[mx.float16], verbose=True)
+    expected = ms.generate("myexp", ["inp"], ["out"], EXP, [ms.InputSpec("float16", (4, 16))],
+                           ["float16"], template=[("T", "float32")])
+    assert capfd.readouterr().out == ms.verbose_text("myexp", expected.source)
+
+
+def test_bfloat16_through_mlx(backend_name):
+    src = """
+        uint i = thread_position_in_grid.x;
+        out[i] = static_cast<bfloat16_t>(static_cast<float>(inp[i]) * 2.0f);
+    """
+    a = mx.array([1.5, -2.0, 0.25, 3.0] * 4).astype(mx.bfloat16)
+    k = gg.metal_kernel("bf", ["inp"], ["out"], src)
+    (b,) = k(inputs=[a], grid=(16, 1, 1), threadgroup=(16, 1, 1), output_shapes=[(16,)],
+             output_dtypes=[mx.bfloat16])
+    assert b.dtype == mx.bfloat16
+    assert mx.array_equal(b, a * 2).item()
