@@ -83,3 +83,23 @@ def inline_includes(
 
     here = Path(base_dir) if base_dir is not None else None
     return "\n".join(expand(source, here, filename, 0))
+
+
+def included_files(
+    source: str, include_dirs: Iterable[str | Path] = (), base_dir: str | Path | None = None
+) -> set[Path]:
+    """Every file ``inline_includes`` would pull in, transitively (resolved paths)."""
+    dirs = [Path(d) for d in include_dirs]
+    found: set[Path] = set()
+    pending = [(source, Path(base_dir) if base_dir is not None else None)]
+    while pending:
+        text, here = pending.pop()
+        for line in text.split("\n"):
+            m = _INCLUDE.match(line)
+            if not m:
+                continue
+            path = _find(m.group(1), here, dirs)
+            if path is not None and path not in found:
+                found.add(path)
+                pending.append((path.read_text(), path.parent))
+    return found

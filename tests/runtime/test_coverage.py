@@ -1,0 +1,40 @@
+"""Every kernel file a page quotes is executed by a test (issue 5, item 4).
+
+The quoted files come from the excerpt lock.  A first-party kernel counts as executed
+when it is in the GEMM table (gemmglossary.runtime.gemm_kernels), which
+test_load_kernel.py runs on every backend; an MLX header counts when
+kernels/steel_gemm.metal includes it (transitively), which test_steel.py runs.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gemmglossary import mlx_steel, paths
+from gemmglossary.runtime.gemm_kernels import KERNELS
+from gemmglossary.runtime.includes import included_files
+
+
+def quoted_files() -> set:
+    lock = json.loads((paths.project_root() / "excerpts.lock.json").read_text())
+    return {(paths.project_root() / e["file"]).resolve() for e in lock["excerpts"]}
+
+
+def executed_files() -> set:
+    executed = {spec.path.resolve() for spec in KERNELS.values()}
+    steel = mlx_steel.source_path()
+    executed.add(steel.resolve())
+    executed |= included_files(steel.read_text(), mlx_steel.include_dirs(), base_dir=steel.parent)
+    return executed
+
+
+def test_every_quoted_kernel_file_is_executed():
+    quoted = quoted_files()
+    assert quoted, "the excerpt lock quotes no files"
+    missing = sorted(str(p.relative_to(paths.project_root())) for p in quoted - executed_files())
+    assert not missing, f"quoted on a page but executed by no test: {missing}"
+
+
+def test_the_check_can_fail():
+    # A quoted file outside both sets is reported.
+    assert (paths.kernels_dir() / "not_a_kernel.metal").resolve() not in executed_files()
