@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import mimetypes
 import posixpath
 from pathlib import Path
 
@@ -37,8 +38,10 @@ def on_config(config):
         vendor.ensure()
     except vendor.VendorError as exc:
         raise PluginError(f"cannot materialize the pinned MLX files the pages quote: {exc}") from None
+    # `mkdocs serve` shows published kernels as text instead of offering a download.
+    mimetypes.add_type("text/plain", ".metal")
     # `mkdocs serve` rebuilds when a kernel or the lock changes, not only the pages.
-    config.watch.extend([str(project_root() / "kernels"), str(lock_path())])
+    config.watch.extend(str(p) for p in (project_root() / "kernels", lock_path()) if p.exists())
     return config
 
 
