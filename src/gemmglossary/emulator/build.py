@@ -1,0 +1,179 @@
+"""Preprocess, rewrite and compile Metal sources into cached shared objects."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import CompileError
+from .rewrite import rewrite
+
+EMULATOR_VERSION = "1"
+HERE = Path(__file__).resolve().parent
+SHIM_DIR = HERE / "shim"
+STAGE1_DIR = SHIM_DIR / "stage1"
+RUNTIME_SRC = HERE / "cpp" / "runtime.cpp"
+CXXFLAGS = ["-std=c++17", "-O2", "-g", "-fPIC", "-w", "-fno-strict-aliasing", "-fwrapv",
+            "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti"]
+
+stats = {"compiles": 0, "cache_hits": 0}
+
+
+def cache_root() -> Path:
+    from ..paths import cache_dir
+
+    d = Path(cache_dir()) / "emulator"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@lru_cache(maxsize=1)
+def compiler() -> tuple[str, str]:
+    """(path, version line) of the C++ compiler: $CXX, else g++, else clang++."""
+    env = os.environ.get("CXX")
+    candidates = [env] if env else ["g++", "clang++"]
+    for c in candidates:
+        p = shutil.which(c) if c else None
+        if p:
+            try:
+                v = subprocess.run([p, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
+            except Exception:  # pragma: no cover
+                continue
+            return p, v
+    raise CompileError("no C++ compiler found: the Metal emulator needs g++ or clang++ on PATH "
+                       "(or set CXX); neither g++ nor clang++ was found")
+
+
+@lru_cache(maxsize=1)
+def shim_hash() -> str:
+    h = hashlib.sha256(EMULATOR_VERSION.encode())
+    for d in (SHIM_DIR, HERE / "cpp"):
+        for p in sorted(d.rglob("*")):
+            if p.is_file():
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def runtime_object() -> Path:
+    cxx, ver = compiler()
+    key = hashlib.sha256((shim_hash() + cxx + ver).encode()).hexdigest()[:16]
+    out = cache_root() / f"runtime-{key}.o"
+    if out.exists():
+        return out
+    tmp = out.with_name(f".{out.name}.{os.getpid()}")
+    r = subprocess.run([cxx, *CXXFLAGS, "-fexceptions", "-I", str(SHIM_DIR), "-c", str(RUNTIME_SRC), "-o", str(tmp)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise CompileError("the emulator runtime failed to compile:\n" + r.stderr[-4000:])
+    os.replace(tmp, out)
+    return out
+
+
+def preprocess(source: str, filename: str, include_dirs: list[str], defines: dict | None) -> str:
+    cxx, _ = compiler()
+    args = [cxx, "-E", "-x", "c++", "-std=c++17", "-nostdinc++", "-I", str(STAGE1_DIR),
+            "-D__METAL_VERSION__=300", "-D__METAL__=1", "-D__HAVE_SIMDGROUP_MATRIX__=1"]
+    for d in include_dirs:
+        args += ["-I", str(d)]
+    for k, v in (defines or {}).items():
+        if v is True or v is None:
+            args.append(f"-D{k}")
+        elif v is False:
+            args.append(f"-D{k}=0")
+        else:
+            args.append(f"-D{k}={v}")
+    if filename.startswith("<"):
+        args.append("-")
+        r = subprocess.run(args, input=source, capture_output=True, text=True)
+    else:
+        args.append(filename)
+        r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode:
+        raise CompileError(_clean_errors(r.stderr.replace("<stdin>", filename)))
+    out = r.stdout
+    if filename.startswith("<"):
+        out = out.replace('"<stdin>"', json.dumps(filename))
+    return out
+
+
+def _is_shim(path: str) -> bool:
+    return str(SHIM_DIR) in path or path.endswith("kernel.cpp") or "<built-in>" in path
+
+
+def _clean_errors(text: str) -> str:
+    """Keep the compiler's diagnostics that point at user files; drop shim internals."""
+    lines = text.splitlines()
+    keep: list[str] = []
+    first = None
+    loc = re.compile(r"^(.*?):(\d+):(\d+:)?\s*(error|warning|note|fatal error)?:?\s*(.*)$")
+    for ln in lines:
+        m = loc.match(ln)
+        if m and not _is_shim(m.group(1)):
+            if first is None and m.group(4) in ("error", "fatal error"):
+                first = ln
+            keep.append(ln)
+        elif m and _is_shim(m.group(1)) and m.group(4) in ("error", "fatal error"):
+            # an error inside the shim: show its message, the user location follows in the context
+            keep.append("  (emulator library) " + (m.group(5) or ""))
+        elif ln.startswith("In file included") or ln.startswith("                 from"):
+            continue
+    if first is None:
+        # no user location at all: fall back to the raw output
+        return "\n".join(lines[:60])
+    body = "\n".join(dict.fromkeys(keep))
+    return first + ("\n" + body if body != first else "")
+
+
+def build(source: str, filename: str, *, include_dirs: list[str], defines: dict | None,
+          function_constants: dict | None):
+    """Return (so_path, manifest dict, cache_hit)."""
+    cxx, ver = compiler()
+    pre = preprocess(source, filename, include_dirs, defines)
+    fc_key = json.dumps({str(k): repr(v) for k, v in sorted((function_constants or {}).items(), key=lambda kv: str(kv[0]))})
+    key = hashlib.sha256("\0".join([pre, fc_key, cxx, ver, shim_hash(), " ".join(CXXFLAGS)]).encode()).hexdigest()[:24]
+    d = cache_root() / key
+    so = d / "kernel.so"
+    man = d / "manifest.json"
+    if so.exists() and man.exists():
+        stats["cache_hits"] += 1
+        return so, json.loads(man.read_text()), True
+    rw = rewrite(pre, filename, function_constants)
+    manifest = {
+        "kernels": {
+            name: {
+                "id": k.id, "fn": k.fn, "file": k.file, "line": k.line,
+                "params": [dict(name=p.name, type=p.type, kind=p.kind, index=p.index, attr=p.attr, gate=p.gate,
+                                line=p.line) for p in k.params],
+            }
+            for name, k in rw.kernels.items()
+        },
+        "function_constants": {k: list(v) for k, v in rw.function_constants.items()},
+    }
+    d.mkdir(parents=True, exist_ok=True)
+    src = d / "kernel.cpp"
+    _atomic_write(src, rw.text.encode())
+    rt = runtime_object()
+    tmp = d / f".kernel.so.{os.getpid()}"
+    cmd = [cxx, *CXXFLAGS, "-shared", "-I", str(SHIM_DIR), str(src), str(rt), "-o", str(tmp)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    stats["compiles"] += 1
+    if r.returncode:
+        raise CompileError(_clean_errors(r.stderr))
+    os.replace(tmp, so)
+    _atomic_write(man, json.dumps(manifest, indent=1).encode())
+    return so, manifest, False

@@ -1,0 +1,603 @@
+// gemmglossary Metal emulator runtime: fibers, per-threadgroup scheduler, barriers,
+// simd-group rendezvous, diagnostics and process isolation. Original code.
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+#include "mslemu_rt.h"
+
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#include <ucontext.h>
+#define MSLEMU_UCONTEXT 1
+#endif
+
+namespace mslemu {
+Ctx g;
+alignas(64) char zero_block[4096];
+}  // namespace mslemu
+
+using namespace mslemu;
+
+extern "C" {
+struct MslemuResult {
+  int32_t status;
+  int32_t warn;
+  int32_t sig;
+  int32_t pad;
+  char msg[16384];
+  char warn_msg[2048];
+};
+
+struct MslemuLaunch {
+  uint32_t ntg[3];
+  uint32_t grid[3];
+  uint32_t tptg[3];
+  int32_t dispatch_threads;
+  int32_t schedule;
+  uint64_t seed;
+  double timeout;
+  int32_t race_check;
+  int32_t isolate;
+  void* buf[32];
+  uint64_t buf_size[32];
+  const char* buf_name[32];
+  uint64_t tgm_size[32];
+  void (*entry)(void);
+  MslemuResult* result;
+};
+}
+
+// ------------------------------------------------------------------ context switch
+#if defined(__x86_64__)
+extern "C" void mslemu_switch(void** save, void* to);
+asm(R"(
+.text
+.globl mslemu_switch
+.hidden mslemu_switch
+.type mslemu_switch,@function
+mslemu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size mslemu_switch,.-mslemu_switch
+)");
+#elif defined(__aarch64__)
+extern "C" void mslemu_switch(void** save, void* to);
+#if defined(__APPLE__)
+#define MSLEMU_SYM "_mslemu_switch"
+#else
+#define MSLEMU_SYM "mslemu_switch"
+#endif
+asm(".text\n.globl " MSLEMU_SYM "\n.p2align 2\n" MSLEMU_SYM ":\n"
+    "  sub sp, sp, #176\n"
+    "  stp x19, x20, [sp, #0]\n  stp x21, x22, [sp, #16]\n  stp x23, x24, [sp, #32]\n"
+    "  stp x25, x26, [sp, #48]\n  stp x27, x28, [sp, #64]\n  stp x29, x30, [sp, #80]\n"
+    "  stp d8, d9, [sp, #96]\n  stp d10, d11, [sp, #112]\n  stp d12, d13, [sp, #128]\n  stp d14, d15, [sp, #144]\n"
+    "  mov x9, sp\n  str x9, [x0]\n  mov sp, x1\n"
+    "  ldp x19, x20, [sp, #0]\n  ldp x21, x22, [sp, #16]\n  ldp x23, x24, [sp, #32]\n"
+    "  ldp x25, x26, [sp, #48]\n  ldp x27, x28, [sp, #64]\n  ldp x29, x30, [sp, #80]\n"
+    "  ldp d8, d9, [sp, #96]\n  ldp d10, d11, [sp, #112]\n  ldp d12, d13, [sp, #128]\n  ldp d14, d15, [sp, #144]\n"
+    "  add sp, sp, #176\n  ret\n");
+#endif
+
+static const size_t STACK = 256 * 1024;
+static const size_t GUARD = 4096;
+static char* stacks;
+static size_t nstacks;
+static Fiber* F;
+static uint32_t N;
+static void* sched_sp;
+static uint32_t live, barrier_arrived;
+static int barrier_seen;
+struct SGState { uint32_t live, arrived; };
+static SGState S[32];
+static MslemuLaunch* Lp;
+static MslemuResult* R;
+static uint64_t rng;
+static uint32_t cursor;
+static uintptr_t so_base;
+#ifdef MSLEMU_UCONTEXT
+static std::vector<ucontext_t> uctx;
+static ucontext_t sched_uc;
+#endif
+
+struct TgRegion { char* p; uint64_t size; const char* name; };
+static TgRegion regions[128];
+static int nregions;
+
+static std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+static std::string fmt(const char* f, ...) {
+  char b[4096];
+  va_list ap; va_start(ap, f); vsnprintf(b, sizeof b, f, ap); va_end(ap);
+  return b;
+}
+static std::string pcs(const void* pc) { return fmt("{{pc:%lx}}", (unsigned long)((uintptr_t)pc - so_base)); }
+static std::string tg_str() { return fmt("threadgroup (%u,%u,%u)", g.tg_pos[0], g.tg_pos[1], g.tg_pos[2]); }
+static std::string th_str(const Fiber* f) {
+  return fmt("thread (%u,%u,%u) [index %u, simdgroup %u lane %u]", f->pos[0], f->pos[1], f->pos[2], f->tid, f->sg, f->lane);
+}
+
+[[noreturn]] static void finish(int kind, const std::string& m) {
+  R->status = kind;
+  snprintf(R->msg, sizeof R->msg, "%s", m.c_str());
+  if (Lp->isolate) _exit(kind);
+  // in-process mode (debugging only): abort the whole run
+  fprintf(stderr, "%s\n", m.c_str());
+  _exit(kind);
+}
+
+[[noreturn]] void mslemu::fail(int kind, const char* f, ...) {
+  char b[8192];
+  va_list ap; va_start(ap, f); vsnprintf(b, sizeof b, f, ap); va_end(ap);
+  std::string m = b;
+  if (g.cur) m += " (in " + tg_str() + ", " + th_str(g.cur) + ")";
+  finish(kind, m);
+}
+
+static const char* op_name(int op) {
+  static const char* names[] = {"?", "simd_sum", "simd_product", "simd_max", "simd_min", "simd_shuffle", "simd_shuffle_xor",
+                                "simd_shuffle_up", "simd_shuffle_down", "simd_broadcast", "simd_broadcast_first",
+                                "simd_prefix_exclusive_sum", "simd_prefix_inclusive_sum", "simd_all", "simd_any",
+                                "simdgroup matrix multiply", "simd_and", "simd_or", "simd_xor", "simd_shuffle_rotate_down",
+                                "simd_shuffle_rotate_up", "simd_is_first"};
+  if (op == 100) return "simdgroup_barrier";
+  if (op > 0 && op < (int)(sizeof names / sizeof *names)) return names[op];
+  return "simd-group function";
+}
+
+static std::string id_list(const std::vector<uint32_t>& ids) {
+  std::string s;
+  size_t i = 0;
+  int shown = 0;
+  while (i < ids.size()) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    if (shown++ > 6) { s += "..."; break; }
+    s += j > i ? fmt("%u-%u", ids[i], ids[j]) : fmt("%u", ids[i]);
+    i = j + 1;
+  }
+  return s;
+}
+
+static std::string site(const char* file, int line) { return fmt("%s:%d", file ? file : "?", line); }
+
+// group waiting fibers by what they wait at
+static std::string describe_waiting(int sg_only) {
+  struct Grp { int state; const char* file; int line; int op; std::vector<uint32_t> ids; };
+  std::vector<Grp> gs;
+  for (uint32_t i = 0; i < N; ++i) {
+    Fiber* f = &F[i];
+    if (sg_only >= 0 && (int)f->sg != sg_only) continue;
+    Grp* gp = nullptr;
+    for (auto& x : gs)
+      if (x.state == f->state && (f->state == F_DONE || f->state == F_READY ||
+                                  (x.line == f->wline && x.op == f->wop && x.file && f->wfile && !strcmp(x.file, f->wfile)))) {
+        gp = &x; break;
+      }
+    if (!gp) { gs.push_back({f->state, f->wfile, f->wline, f->wop, {}}); gp = &gs.back(); }
+    gp->ids.push_back(f->tid);
+  }
+  std::string s;
+  for (auto& x : gs) {
+    s += "\n  threads " + id_list(x.ids) + ": ";
+    if (x.state == F_BARRIER) s += "waiting at threadgroup_barrier at " + site(x.file, x.line);
+    else if (x.state == F_SIMD) s += fmt("waiting at %s at ", op_name(x.op)) + site(x.file, x.line);
+    else if (x.state == F_DONE) s += "returned";
+    else s += "runnable";
+  }
+  return s;
+}
+
+// ------------------------------------------------------------------ barriers and rendezvous
+static void yield_() {
+#ifdef MSLEMU_UCONTEXT
+  swapcontext(&uctx[g.cur->tid], &sched_uc);
+#else
+  mslemu_switch(&g.cur->sp, sched_sp);
+#endif
+}
+
+static void release_barrier() {
+  Fiber* first = nullptr;
+  int flags = 0;
+  for (uint32_t i = 0; i < N; ++i) {
+    Fiber* f = &F[i];
+    if (f->state != F_BARRIER) continue;
+    flags |= f->wop;
+    if (!first) { first = f; continue; }
+    if (f->wline != first->wline || strcmp(f->wfile, first->wfile)) {
+      g.cur = nullptr;
+      finish(E_BARRIER, "threadgroup_barrier divergence in " + tg_str() + ": live threads wait at different barriers (" +
+                            site(first->wfile, first->wline) + " and " + site(f->wfile, f->wline) +
+                            "); every live thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
+    }
+  }
+  if (live < N && !R->warn) {
+    R->warn = 1;
+    std::vector<uint32_t> done;
+    for (uint32_t i = 0; i < N; ++i) if (F[i].state == F_DONE) done.push_back(i);
+    snprintf(R->warn_msg, sizeof R->warn_msg,
+             "threads %s of %s returned before the threadgroup_barrier at %s; Apple GPUs let returned threads skip "
+             "barriers, but the Metal specification requires every thread to reach them (not portable)",
+             id_list(done).c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str());
+  }
+  if (flags & 2) { g.tg_sync = ++g.clock; }
+  for (uint32_t i = 0; i < N; ++i) if (F[i].state == F_BARRIER) F[i].state = F_READY;
+  barrier_arrived = 0;
+  barrier_seen = 1;
+}
+
+void mslemu::barrier(int flags, const char* file, int line) {
+  Fiber* f = g.cur;
+  f->state = F_BARRIER; f->wfile = file; f->wline = line; f->wop = flags;
+  if (++barrier_arrived == live) release_barrier();
+  else yield_();
+  f->state = F_READY;
+}
+
+static void complete_sg(uint32_t sg) {
+  Fiber* L[32] = {};
+  Fiber* first = nullptr;
+  uint32_t base = sg * 32, n = N - base < 32 ? N - base : 32;
+  for (uint32_t i = 0; i < n; ++i) {
+    Fiber* f = &F[base + i];
+    if (f->state != F_SIMD) continue;
+    if (!first) first = f;
+    else if (f->wop != first->wop || f->wline != first->wline || strcmp(f->wfile, first->wfile)) {
+      g.cur = nullptr;
+      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lanes reach different simd-group operations "
+                            "(%s at %s and %s at %s); all active lanes must execute the same one:",
+                            tg_str().c_str(), sg, op_name(first->wop), site(first->wfile, first->wline).c_str(),
+                            op_name(f->wop), site(f->wfile, f->wline).c_str()) + describe_waiting(sg));
+    }
+    L[i] = f;
+  }
+  if (first->wop != 100) ((CombineFn)first->cextra)(first->wop, L, (int)n);
+  else g.sg_sync[sg] = ++g.clock;
+  for (uint32_t i = 0; i < n; ++i) if (L[i]) L[i]->state = F_READY;
+  S[sg].arrived = 0;
+}
+
+void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
+  Fiber* f = g.cur;
+  f->state = F_SIMD; f->wfile = file; f->wline = line; f->wop = op; f->cextra = (const void*)fn;
+  if (++S[f->sg].arrived == S[f->sg].live) complete_sg(f->sg);
+  else yield_();
+  f->state = F_READY;
+}
+
+void mslemu::simd_barrier(const char* file, int line) { collective(100, file, line, nullptr); }
+
+// ------------------------------------------------------------------ memory
+void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name) {
+  uint64_t off = (g.arena_used + align - 1) / align * align;
+  if (off + bytes > 32768)
+    fail(E_LAUNCH, "threadgroup memory exhausted: '%s' needs %llu bytes at offset %llu, but Apple GPUs provide 32768 bytes per threadgroup",
+         name, (unsigned long long)bytes, (unsigned long long)off);
+  g.arena_used = off + bytes;
+  if (nregions < 128) regions[nregions++] = {g.arena + off, bytes, name};
+  return g.arena + off;
+}
+
+const char* mslemu::buffer_name_for(const void* p, const void** lo, const void** hi) {
+  for (int i = 0; i < 32; ++i)
+    if (g.buf[i] && (const char*)p >= (const char*)g.buf[i] && (const char*)p <= (const char*)g.buf[i] + g.buf_size[i]) {
+      *lo = g.buf[i]; *hi = (const char*)g.buf[i] + g.buf_size[i];
+      return g.buf_name[i];
+    }
+  for (int i = 0; i < nregions; ++i)
+    if ((const char*)p >= regions[i].p && (const char*)p <= regions[i].p + regions[i].size) {
+      *lo = regions[i].p; *hi = regions[i].p + regions[i].size;
+      return regions[i].name;
+    }
+  *lo = *hi = nullptr;
+  return "memory outside every buffer";
+}
+
+void mslemu::oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem, const char* name, int) {
+  std::string m;
+  if (!lo && !hi) {
+    m = fmt("invalid memory access: address %p is not inside any bound buffer ('%s') at ", p, name) + pcs(pc);
+  } else {
+    long long idx = ((const char*)p - (const char*)lo);
+    long long n = ((const char*)hi - (const char*)lo) / (long long)elem;
+    if (idx >= 0) idx /= (long long)elem; else idx = -((-idx + (long long)elem - 1) / (long long)elem);
+    m = fmt("out-of-bounds access to '%s': element index %lld is outside the valid range [0, %lld) (%zu-byte elements) at ",
+            name, idx, n, elem) + pcs(pc);
+  }
+  m += " in " + tg_str() + ", " + th_str(g.cur);
+  finish(E_OOB, m);
+}
+
+void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, const void* pc_other) {
+  const void *lo, *hi;
+  const char* name = buffer_name_for(p, &lo, &hi);
+  long long off = (const char*)p - (const char*)lo;
+  Fiber* me = g.cur;
+  Fiber* o = &F[other];
+  const char* what = kind == 1 ? "reads" : "writes";
+  const char* other_what = kind == 3 ? "read" : "wrote";
+  std::string m = fmt("data race on threadgroup memory '%s' (byte offset %lld) in %s: ", name, off, tg_str().c_str());
+  m += th_str(me) + " " + what + " it at " + pcs(pc_now) + ", but " + th_str(o) + " " + other_what + " it at " +
+       pcs(pc_other) + " with no threadgroup_barrier(mem_flags::mem_threadgroup) in between";
+  finish(E_RACE, m);
+}
+
+// ------------------------------------------------------------------ scheduler
+static void fiber_main() {
+  Lp->entry();
+  Fiber* f = g.cur;
+  f->state = F_DONE;
+  --live;
+  SGState& s = S[f->sg];
+  --s.live;
+  if (s.live && s.arrived == s.live) complete_sg(f->sg);
+  if (live && barrier_arrived == live) release_barrier();
+#ifdef MSLEMU_UCONTEXT
+  setcontext(&sched_uc);
+#else
+  void* dummy;
+  mslemu_switch(&dummy, sched_sp);
+#endif
+  __builtin_unreachable();
+}
+
+static Fiber* pick() {
+  if (Lp->schedule == 0) {
+    for (uint32_t k = 0; k < N; ++k) {
+      uint32_t i = cursor + k;
+      if (i >= N) i -= N;
+      if (F[i].state == F_READY) { cursor = i + 1 == N ? 0 : i + 1; return &F[i]; }
+    }
+    return nullptr;
+  }
+  if (Lp->schedule == 1) {  // simdgroup-major: lowest ready thread index
+    for (uint32_t i = 0; i < N; ++i) if (F[i].state == F_READY) return &F[i];
+    return nullptr;
+  }
+  uint32_t cnt = 0;
+  for (uint32_t i = 0; i < N; ++i) cnt += F[i].state == F_READY;
+  if (!cnt) return nullptr;
+  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+  uint32_t k = (uint32_t)(rng % cnt);
+  for (uint32_t i = 0; i < N; ++i)
+    if (F[i].state == F_READY && k-- == 0) return &F[i];
+  return nullptr;
+}
+
+[[noreturn]] static void deadlock() {
+  g.cur = nullptr;
+  // a simdgroup whose live lanes are split between a simd-group op and something else
+  for (uint32_t sg = 0; sg < g.nsg; ++sg) {
+    uint32_t base = sg * 32, n = N - base < 32 ? N - base : 32;
+    bool simd = false, other = false;
+    const Fiber* fs = nullptr;
+    for (uint32_t i = 0; i < n; ++i) {
+      const Fiber& f = F[base + i];
+      if (f.state == F_SIMD) { simd = true; fs = &f; }
+      else if (f.state != F_DONE) other = true;
+    }
+    if (simd && other)
+      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: %s at %s is reached by only part of the live lanes "
+                            "of the simdgroup (simd-group functions and simdgroup_matrix operations need every active lane):",
+                            tg_str().c_str(), sg, op_name(fs->wop), site(fs->wfile, fs->wline).c_str()) + describe_waiting(sg));
+  }
+  finish(E_BARRIER, "deadlock in " + tg_str() + ": a threadgroup_barrier is never reached by all live threads:" +
+                        describe_waiting(-1));
+}
+
+static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
+  g.tg_pos[0] = tx; g.tg_pos[1] = ty; g.tg_pos[2] = tz;
+  uint32_t n[3];
+  for (int i = 0; i < 3; ++i) {
+    n[i] = Lp->tptg[i];
+    if (Lp->dispatch_threads) {
+      uint32_t start = g.tg_pos[i] * Lp->tptg[i];
+      if (start + n[i] > Lp->grid[i]) n[i] = Lp->grid[i] - start;
+    }
+    g.tptg[i] = n[i];
+  }
+  N = n[0] * n[1] * n[2];
+  g.nthreads = N;
+  g.nsg = (N + 31) / 32;
+  ++g.tg_gen;
+  g.arena_used = 0;
+  nregions = 0;
+  for (int i = 0; i < 32; ++i) {
+    if (Lp->tgm_size[i]) g.tgm[i] = tg_alloc(Lp->tgm_size[i], 16, "threadgroup buffer");
+    else g.tgm[i] = nullptr;
+    g.tgm_size[i] = Lp->tgm_size[i];
+  }
+  memset(g.arena, 0, 32768);
+  g.tg_sync = ++g.clock;
+  for (int i = 0; i < 32; ++i) g.sg_sync[i] = g.clock;
+  live = N; barrier_arrived = 0; cursor = 0;
+  for (uint32_t s = 0; s < g.nsg; ++s) { S[s].live = N - s * 32 < 32 ? N - s * 32 : 32; S[s].arrived = 0; }
+  for (uint32_t i = 0; i < N; ++i) {
+    Fiber* f = &F[i];
+    memset(f, 0, sizeof *f);
+    f->tid = i; f->lane = i % 32; f->sg = i / 32;
+    f->pos[0] = i % n[0]; f->pos[1] = (i / n[0]) % n[1]; f->pos[2] = i / (n[0] * n[1]);
+    f->state = F_READY;
+    char* top = stacks + (size_t)(i + 1) * (STACK + GUARD);
+#if defined(__x86_64__)
+    void** sp = (void**)top;
+    *--sp = nullptr;
+    *--sp = (void*)&fiber_main;
+    for (int k = 0; k < 6; ++k) *--sp = nullptr;
+    f->sp = sp;
+#elif defined(__aarch64__)
+    void** sp = (void**)(top - 176);
+    memset(sp, 0, 176);
+    sp[11] = (void*)&fiber_main;
+    f->sp = sp;
+#else
+    getcontext(&uctx[i]);
+    uctx[i].uc_stack.ss_sp = top - STACK;
+    uctx[i].uc_stack.ss_size = STACK;
+    uctx[i].uc_link = nullptr;
+    makecontext(&uctx[i], (void (*)())fiber_main, 0);
+#endif
+  }
+  for (;;) {
+    Fiber* f = pick();
+    if (!f) {
+      if (live == 0) break;
+      deadlock();
+    }
+    g.cur = f;
+#ifdef MSLEMU_UCONTEXT
+    swapcontext(&sched_uc, &uctx[f->tid]);
+#else
+    mslemu_switch(&sched_sp, f->sp);
+#endif
+  }
+  g.cur = nullptr;
+}
+
+// ------------------------------------------------------------------ signals
+static void on_signal(int sig, siginfo_t* si, void* uc_) {
+  ucontext_t* uc = (ucontext_t*)uc_;
+  uintptr_t pc = 0;
+#if defined(__x86_64__) && defined(__linux__)
+  pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__) && defined(__linux__)
+  pc = (uintptr_t)uc->uc_mcontext.pc;
+#endif
+  (void)uc;
+  std::string m;
+  if (sig == SIGALRM) {
+    m = fmt("timeout: the kernel did not finish within %g s (infinite loop or a very large launch?)", Lp->timeout);
+    if (g.cur) m += "; " + th_str(g.cur) + " of " + tg_str() + " was running at " + pcs((void*)pc);
+    if (F && N) m += "; threads:" + describe_waiting(-1);
+    R->sig = sig;
+    finish(E_TIMEOUT, m);
+  }
+  const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
+                   : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : sig == SIGTRAP ? "SIGTRAP" : "signal";
+  m = fmt("kernel crashed with %s", name);
+  if (sig == SIGSEGV && stacks && (char*)si->si_addr >= stacks && (char*)si->si_addr < stacks + nstacks * (STACK + GUARD) &&
+      ((size_t)((char*)si->si_addr - stacks) % (STACK + GUARD)) < GUARD)
+    m += " (stack overflow of a GPU thread: deep recursion or a huge thread-local array)";
+  else if (sig == SIGSEGV || sig == SIGBUS)
+    m += fmt(" (invalid address %p)", si->si_addr);
+  if (pc) m += " at " + pcs((void*)pc);
+  if (g.cur) m += " in " + tg_str() + ", " + th_str(g.cur);
+  R->sig = sig;
+  finish(E_CRASH, m);
+}
+
+static void install_handlers() {
+  static char altstack[65536];
+  stack_t ss{};
+  ss.ss_sp = altstack; ss.ss_size = sizeof altstack;
+  sigaltstack(&ss, nullptr);
+  struct sigaction sa{};
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGALRM}) sigaction(s, &sa, nullptr);
+  if (Lp->timeout > 0) {
+    struct itimerval it{};
+    it.it_value.tv_sec = (long)Lp->timeout;
+    it.it_value.tv_usec = (long)((Lp->timeout - (long)Lp->timeout) * 1e6);
+    setitimer(ITIMER_REAL, &it, nullptr);
+  }
+}
+
+static int run_all() {
+  install_handlers();
+  uint32_t maxn = Lp->tptg[0] * Lp->tptg[1] * Lp->tptg[2];
+  nstacks = maxn;
+  stacks = (char*)mmap(nullptr, maxn * (STACK + GUARD), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber stacks");
+  for (uint32_t i = 0; i < maxn; ++i) mprotect(stacks + (size_t)i * (STACK + GUARD), GUARD, PROT_NONE);
+  F = (Fiber*)calloc(maxn, sizeof(Fiber));
+#ifdef MSLEMU_UCONTEXT
+  uctx.resize(maxn);
+#endif
+  g.arena = (char*)aligned_alloc(64, 65536);
+  g.arena_size = 32768;
+  g.shadow = calloc(32768 / 2 + 8, sizeof(Shadow));
+  g.race_check = Lp->race_check;
+  g.clock = 1;
+  for (int i = 0; i < 32; ++i) {
+    g.buf[i] = Lp->buf[i]; g.buf_size[i] = Lp->buf_size[i]; g.buf_name[i] = Lp->buf_name[i];
+  }
+  for (int i = 0; i < 3; ++i) {
+    g.max_tptg[i] = Lp->tptg[i];
+    g.tgs_per_grid[i] = Lp->ntg[i];
+    g.threads_per_grid[i] = Lp->grid[i];
+    g.grid_origin[i] = 0;
+  }
+  rng = Lp->seed * 2654435761u + 88172645463325252ull;
+  for (uint32_t z = 0; z < Lp->ntg[2]; ++z)
+    for (uint32_t y = 0; y < Lp->ntg[1]; ++y)
+      for (uint32_t x = 0; x < Lp->ntg[0]; ++x) run_threadgroup(x, y, z);
+  R->status = 0;
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* L) {
+  Lp = L;
+  R = L->result;
+  Dl_info di;
+  if (dladdr((void*)&mslemu_run, &di)) so_base = (uintptr_t)di.dli_fbase;
+  if (!L->isolate) return run_all();
+  fflush(stdout); fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) { snprintf(R->msg, sizeof R->msg, "fork failed"); R->status = E_GENERIC; return R->status; }
+  if (pid == 0) {
+    run_all();
+    _exit(0);
+  }
+  int st = 0;
+  double waited = 0, limit = L->timeout > 0 ? L->timeout + 10 : 1e30;
+  for (;;) {
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) break;
+    if (r < 0) break;
+    struct timespec ts{0, 2000000};
+    nanosleep(&ts, nullptr);
+    waited += 0.002;
+    if (waited > limit) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      R->status = E_TIMEOUT;
+      snprintf(R->msg, sizeof R->msg, "timeout: the kernel did not finish within %g s and was killed", L->timeout);
+      return R->status;
+    }
+  }
+  if (WIFSIGNALED(st)) {
+    R->status = E_CRASH;
+    R->sig = WTERMSIG(st);
+    snprintf(R->msg, sizeof R->msg, "kernel process died with signal %d (%s)", R->sig, strsignal(R->sig));
+  } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && R->status == 0) {
+    R->status = E_GENERIC;
+    snprintf(R->msg, sizeof R->msg, "kernel process exited with status %d", WEXITSTATUS(st));
+  }
+  return R->status;
+}

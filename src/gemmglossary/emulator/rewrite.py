@@ -1,0 +1,777 @@
+"""Turn preprocessed Metal Shading Language into C++ for the shim.
+
+Works on tokens (see lexer.py), never on raw text, and keeps every newline so the
+linemarkers of the preprocessed input still map each line to the original .metal/.h file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .errors import CompileError
+from .lexer import Tok, assign_lines, join, tokenize
+
+ADDRESS_SPACES = {"device": 1, "constant": 2, "threadgroup": 3, "thread": 0,
+                  "threadgroup_imageblock": 0, "ray_data": 0, "object_data": 0}
+STD_ATTRS = {"maybe_unused", "nodiscard", "likely", "unlikely", "fallthrough", "noreturn", "deprecated"}
+BUILTIN_TYPE_WORDS = {"unsigned", "signed", "long", "short", "int", "char", "float", "double", "bool", "void"}
+
+ATTR_KINDS = {
+    "thread_position_in_grid": 10, "thread_position_in_threadgroup": 11, "threadgroup_position_in_grid": 12,
+    "threads_per_threadgroup": 13, "threadgroups_per_grid": 14, "threads_per_grid": 15,
+    "thread_index_in_threadgroup": 16, "thread_index_in_simdgroup": 17, "simdgroup_index_in_threadgroup": 18,
+    "simdgroups_per_threadgroup": 19, "thread_execution_width": 20, "threads_per_simdgroup": 20,
+    "grid_origin": 21,
+}
+# position/size vectors that must agree in arity (Apple's compiler rule)
+VECTOR_ATTRS = {"thread_position_in_grid", "thread_position_in_threadgroup", "threadgroup_position_in_grid",
+                "threads_per_threadgroup", "threadgroups_per_grid", "threads_per_grid", "grid_origin"}
+
+
+@dataclass
+class Param:
+    name: str
+    type: str
+    kind: int  # 1 buffer, 2 threadgroup memory, >=10 attribute
+    index: int
+    attr: str
+    gate: str | None
+    line: int
+    file: str
+
+
+@dataclass
+class KernelDecl:
+    name: str  # host name
+    fn: str  # function name
+    params: list[Param]
+    file: str
+    line: int
+    mtt_expr: str | None = None
+    template_params: str | None = None  # text inside template<...> of a template kernel
+    template_args: str | None = None  # for instantiations
+    is_template: bool = False
+    id: str = ""
+
+
+@dataclass
+class Rewritten:
+    text: str
+    kernels: dict[str, KernelDecl] = field(default_factory=dict)
+    function_constants: dict[str, tuple[int, bool]] = field(default_factory=dict)
+
+
+def _sig(toks: list[Tok], i: int) -> int:
+    """Index of the next significant token at or after i."""
+    n = len(toks)
+    while i < n and toks[i].kind in ("ws", "nl", "comment"):
+        i += 1
+    return i
+
+
+def _prev_sig(toks: list[Tok], i: int) -> int:
+    while i >= 0 and toks[i].kind in ("ws", "nl", "comment"):
+        i -= 1
+    return i
+
+
+def _match(toks: list[Tok], i: int) -> int:
+    """Index of the bracket closing the one at i (handles () [] {} and <>)."""
+    open_ = toks[i].text
+    j = i
+    n = len(toks)
+    depth = 0
+    while j < n:
+        t = toks[j]
+        if t.kind == "punct":
+            if t.text in ("(", "[", "{") or (t.text == "<" and open_ == "<"):
+                depth += 1
+            elif t.text in (")", "]", "}") or (t.text in (">", ">>") and open_ == "<"):
+                depth -= 2 if t.text == ">>" else 1
+                if depth <= 0:
+                    return j
+        j += 1
+    raise CompileError(f"{toks[i].file}:{toks[i].line}: error: unbalanced '{open_}'")
+
+
+def _blank(toks: list[Tok], a: int, b: int, repl: str = "") -> None:
+    """Replace tokens a..b (inclusive) by repl, keeping their newlines."""
+    nls = sum(toks[k].text.count("\n") for k in range(a, b + 1))
+    toks[a] = Tok("id", repl + "\n" * nls, toks[a].line, toks[a].file)
+    for k in range(a + 1, b + 1):
+        toks[k] = Tok("ws", "", toks[k].line, toks[k].file)
+
+
+def _text(toks: list[Tok], a: int, b: int) -> str:
+    return " ".join(t.text for t in toks[a:b + 1] if t.kind not in ("ws", "nl", "comment")).strip()
+
+
+def _attr_items(toks: list[Tok], a: int, b: int) -> list[tuple[str, str]]:
+    """Items of an attribute list between [[ (at a) and ]] (ending at b): (name, argument text)."""
+    items: list[tuple[str, str]] = []
+    i = a + 2
+    end = b - 1
+    while i <= end:
+        i = _sig(toks, i)
+        if i > end:
+            break
+        t = toks[i]
+        if t.kind != "id":
+            i += 1
+            continue
+        name = t.text
+        j = _sig(toks, i + 1)
+        arg = ""
+        if j <= end and toks[j].text == "(":
+            k = _match(toks, j)
+            arg = _text(toks, j + 1, k - 1)
+            j = _sig(toks, k + 1)
+        items.append((name, arg))
+        i = j
+        if i <= end and toks[i].text == ",":
+            i += 1
+    return items
+
+
+def _find_attr_end(toks: list[Tok], i: int) -> int:
+    """toks[i] is '[' and toks[i+1] is '['; return the index of the second ']' of ']]'."""
+    k = _match(toks, i + 1)  # inner ]
+    k2 = _sig(toks, k + 1)
+    return k2
+
+
+def _is_attr_start(toks: list[Tok], i: int) -> bool:
+    return toks[i].text == "[" and i + 1 < len(toks) and toks[i + 1].text == "["
+
+
+def _c_value(v, typ: str) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"({typ})({v!r})"
+    try:
+        import numpy as np  # noqa: F401
+
+        if hasattr(v, "item"):
+            return _c_value(v.item(), typ)
+    except ImportError:  # pragma: no cover
+        pass
+    return f"({typ})({int(v)})"
+
+
+class Rewriter:
+    def __init__(self, text: str, default_file: str, function_constants: dict | None):
+        self.toks = tokenize(text)
+        assign_lines(self.toks, default_file)
+        self.fc_values = dict(function_constants or {})
+        self.out = Rewritten("")
+        self.template_kernels: dict[str, KernelDecl] = {}
+        self.kernel_list: list[KernelDecl] = []
+
+    def err(self, t: Tok, msg: str) -> CompileError:
+        return CompileError(f"{t.file}:{t.line}: error: {msg}")
+
+    # ------------------------------------------------------------------ passes
+    def run(self) -> Rewritten:
+        toks = self.toks
+        shim_done = False
+        for i, t in enumerate(toks):
+            if t.kind == "pp" and re.match(r"#\s*pragma\s+mslemu_shim\b", t.text):
+                t.text = "" if shim_done else '#include "mslemu.h"'
+                shim_done = True
+            elif t.kind == "pp" and re.match(r"#\s*pragma\s+(clang|unroll)", t.text):
+                t.text = ""
+        self.pass_function_constants()
+        self.pass_kernels()
+        self.pass_address_spaces()
+        self.pass_cleanup()
+        text = join(toks)
+        text += self.entries()
+        self.out.text = text
+        return self.out
+
+    def pass_function_constants(self) -> None:
+        toks = self.toks
+        i = 0
+        while i < len(toks):
+            t = toks[i]
+            if t.kind == "id" and t.text == "constant":
+                # constant TYPE NAME [[function_constant(X)]] ;
+                j = i + 1
+                semi = j
+                while semi < len(toks) and toks[semi].text not in (";", "{", "}"):
+                    semi += 1
+                fa = None
+                for k in range(i, semi):
+                    if _is_attr_start(toks, k):
+                        e = _find_attr_end(toks, k)
+                        items = _attr_items(toks, k, e)
+                        if any(n == "function_constant" for n, _ in items):
+                            fa = (k, e, items)
+                        break
+                if fa and semi < len(toks) and toks[semi].text == ";":
+                    k, e, items = fa
+                    idx_text = dict(items)["function_constant"]
+                    name_i = _prev_sig(toks, k - 1)
+                    name = toks[name_i].text
+                    typ = _text(toks, i + 1, name_i - 1)
+                    try:
+                        idx = int(idx_text, 0)
+                    except ValueError:
+                        idx = -1
+                    defined = name in self.fc_values or idx in self.fc_values
+                    val = self.fc_values.get(name, self.fc_values.get(idx))
+                    value = _c_value(val, typ) if defined else f"{typ}{{}}"
+                    self.out.function_constants[name] = (idx, defined)
+                    _blank(toks, i, semi, f"static constexpr {typ} {name} = {value};")
+                    i = semi + 1
+                    continue
+            if t.kind == "id" and t.text == "is_function_constant_defined":
+                j = _sig(toks, i + 1)
+                if j < len(toks) and toks[j].text == "(":
+                    k = _match(toks, j)
+                    name = _text(toks, j + 1, k - 1)
+                    if name not in self.out.function_constants:
+                        raise self.err(t, f"is_function_constant_defined: '{name}' is not a function constant")
+                    _blank(toks, i, k, "true" if self.out.function_constants[name][1] else "false")
+                    i = k + 1
+                    continue
+            i += 1
+
+    # ------------------------------------------------------------------ kernels
+    def pass_kernels(self) -> None:
+        toks = self.toks
+        i = 0
+        while i < len(toks):
+            t = toks[i]
+            is_kw = t.kind == "id" and t.text == "kernel" and toks[_prev_sig(toks, i - 1)].text not in (".", "->", "::")
+            is_attr = False
+            if _is_attr_start(toks, i):
+                e = _find_attr_end(toks, i)
+                items = _attr_items(toks, i, e)
+                is_attr = any(n == "kernel" for n, _ in items)
+            if is_kw or is_attr:
+                i = self.parse_kernel(i)
+                continue
+            i += 1
+
+    def parse_kernel(self, i: int) -> int:
+        toks = self.toks
+        start_tok = toks[i]
+        # look back for `template <...>` / `template` (explicit instantiation) and attributes
+        mtt = None
+        host_name = None
+        b = _prev_sig(toks, i - 1)
+        lead_attrs = []
+        while b >= 0 and toks[b].text == "]" and b > 0 and toks[_prev_sig(toks, b - 1)].text == "]":
+            # an attribute block ending just before
+            k = b
+            depth = 0
+            while k >= 0:
+                if toks[k].text == "]":
+                    depth += 1
+                elif toks[k].text == "[":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                k -= 1
+            lead_attrs.append((k, b))
+            b = _prev_sig(toks, k - 1)
+        template_params = None
+        explicit_inst = False
+        if b >= 0 and toks[b].text == ">":
+            # template <...> header
+            k = b
+            depth = 0
+            while k >= 0:
+                if toks[k].text in (">", ">>"):
+                    depth += 2 if toks[k].text == ">>" else 1
+                elif toks[k].text == "<":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                k -= 1
+            kt = _prev_sig(toks, k - 1)
+            if kt >= 0 and toks[kt].text == "template":
+                template_params = _text(toks, k + 1, b - 1)
+        elif b >= 0 and toks[b].text == "template":
+            explicit_inst = True
+        # scan forward over attributes / kernel keyword / __attribute__ up to the declarator
+        j = i
+        attrs: list[tuple[str, str]] = []
+        for a, e in lead_attrs:
+            attrs += _attr_items(toks, a, e)
+        while True:
+            j = _sig(toks, j)
+            if _is_attr_start(toks, j):
+                e = _find_attr_end(toks, j)
+                attrs += _attr_items(toks, j, e)
+                j = e + 1
+            elif toks[j].text == "kernel":
+                j += 1
+            elif toks[j].text == "__attribute__":
+                k = _match(toks, _sig(toks, j + 1))
+                inner = _attr_items_gnu(toks, j, k)
+                attrs += inner
+                j = k + 1
+            else:
+                break
+        for n, a in attrs:
+            if n == "max_total_threads_per_threadgroup":
+                mtt = a
+            if n == "host_name":
+                host_name = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', a))
+        if explicit_inst:
+            # template [[host_name("x")]] [[kernel]] decltype(f<...>) f<...>;
+            if toks[j].text != "decltype":
+                raise self.err(toks[j], "expected decltype(...) in a kernel instantiation")
+            p = _sig(toks, j + 1)
+            q = _match(toks, p)
+            inner = _sig(toks, p + 1)
+            fname = toks[inner].text
+            lt = _sig(toks, inner + 1)
+            targs = None
+            if toks[lt].text == "<":
+                gt = _match(toks, lt)
+                targs = _text(toks, lt + 1, gt - 1)
+            semi = q
+            while toks[semi].text != ";":
+                semi += 1
+            base = self.template_kernels.get(fname)
+            if base is None:
+                raise self.err(toks[j], f"instantiation of unknown template kernel '{fname}'")
+            name = host_name or f"{fname}<{targs}>"
+            kd = KernelDecl(name=name, fn=fname, params=base.params, file=start_tok.file, line=start_tok.line,
+                            mtt_expr=mtt or base.mtt_expr, template_params=base.template_params,
+                            template_args=targs, is_template=True)
+            self.add_kernel(kd, start_tok)
+            return semi + 1
+        # return type and name
+        rt = j
+        k = j
+        while toks[k].text != "(":
+            k += 1
+        name_i = _prev_sig(toks, k - 1)
+        # __attribute__ after the name
+        while toks[name_i].text == ")" :
+            # walk back over __attribute__((...)) placed after the name
+            depth = 0
+            m = name_i
+            while m >= 0:
+                if toks[m].text == ")":
+                    depth += 1
+                elif toks[m].text == "(":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                m -= 1
+            ga = _prev_sig(toks, m - 1)
+            if toks[ga].text != "__attribute__":
+                break
+            attrs2 = _attr_items_gnu(toks, ga, name_i)
+            for n, a in attrs2:
+                if n == "max_total_threads_per_threadgroup":
+                    mtt = a
+            name_i = _prev_sig(toks, ga - 1)
+        # the attribute after the name may also come after the parameter list; handled below
+        fname = toks[name_i].text
+        del rt
+        close = _match(toks, k)
+        after = _sig(toks, close + 1)
+        while toks[after].text == "__attribute__":
+            e = _match(toks, _sig(toks, after + 1))
+            for n, a in _attr_items_gnu(toks, after, e):
+                if n == "max_total_threads_per_threadgroup":
+                    mtt = a
+            after = _sig(toks, e + 1)
+        params = self.parse_params(k, close, toks[name_i])
+        kd = KernelDecl(name=host_name or fname, fn=fname, params=params, file=toks[name_i].file,
+                        line=toks[name_i].line, mtt_expr=mtt, template_params=template_params,
+                        is_template=template_params is not None)
+        if template_params is not None:
+            self.template_kernels[fname] = kd
+        else:
+            self.add_kernel(kd, toks[name_i])
+        return close + 1
+
+    def add_kernel(self, kd: KernelDecl, t: Tok) -> None:
+        kd.id = f"k{len(self.kernel_list)}"
+        self.kernel_list.append(kd)
+        self.out.kernels[kd.name] = kd
+        # Apple's rule: position/size attributes all scalars or all vectors of one length
+        arities = {}
+        for p in kd.params:
+            if p.attr in VECTOR_ATTRS:
+                arities[p.name] = (_arity(p.type), p)
+        if len({a for a, _ in arities.values()}) > 1:
+            desc = ", ".join(f"'{p.type} {n} [[{p.attr}]]'" for n, (a, p) in arities.items())
+            first = next(iter(arities.values()))[1]
+            raise CompileError(
+                f"{first.file}:{first.line}: error: kernel '{kd.fn}' mixes scalar and vector (or different-length) "
+                f"thread-position attributes ({desc}); Metal requires all of them to be scalars or all vectors "
+                f"of the same length")
+
+    def parse_params(self, lp: int, rp: int, name_tok: Tok) -> list[Param]:
+        toks = self.toks
+        params: list[Param] = []
+        # split at top-level commas
+        parts = []
+        depth = 0
+        cur = lp + 1
+        k = lp + 1
+        while k < rp:
+            x = toks[k].text
+            if x in ("(", "[", "{", "<"):
+                depth += 1
+            elif x in (")", "]", "}", ">"):
+                depth -= 1
+            elif x == ">>":
+                depth -= 2
+            elif x == "," and depth == 0:
+                parts.append((cur, k - 1))
+                cur = k + 1
+            k += 1
+        if _text(toks, cur, rp - 1):
+            parts.append((cur, rp - 1))
+        used_buffers = set()
+        pending = []
+        for a, b in parts:
+            attr_items: list[tuple[str, str]] = []
+            end = b
+            m = a
+            first_attr = None
+            while m <= b:
+                if _is_attr_start(toks, m):
+                    e = _find_attr_end(toks, m)
+                    attr_items += _attr_items(toks, m, e)
+                    if first_attr is None:
+                        first_attr = m
+                    m = e + 1
+                    continue
+                m += 1
+            if first_attr is not None:
+                end = _prev_sig(toks, first_attr - 1)
+            name_i = end
+            while name_i >= a and toks[name_i].kind != "id":
+                name_i -= 1
+            pname = toks[name_i].text
+            ptype = _text(toks, a, name_i - 1)
+            t0 = toks[_sig(toks, a)]
+            kind, index, attr, gate = 0, -1, "", None
+            for n, arg in attr_items:
+                if n == "buffer":
+                    kind, index, attr = 1, _int_arg(arg, t0, self), "buffer"
+                elif n == "threadgroup":
+                    kind, index, attr = 2, _int_arg(arg, t0, self), "threadgroup"
+                elif n in ATTR_KINDS:
+                    kind, attr = ATTR_KINDS[n], n
+                elif n == "function_constant":
+                    gate = arg
+                elif n in ("texture", "sampler"):
+                    raise self.err(t0, f"textures and samplers are not supported by the emulator (parameter '{pname}')")
+            if kind == 0:
+                words = set(re.findall(r"[A-Za-z_]\w*", ptype))
+                if words & {"device", "constant"}:
+                    pending.append(len(params))
+                    kind, attr = 1, "buffer"
+                else:
+                    raise self.err(t0, f"kernel parameter '{pname}' has no [[buffer(n)]] or thread attribute")
+            if kind == 1:
+                used_buffers.add(index)
+            params.append(Param(pname, ptype, kind, index, attr, gate, t0.line, t0.file))
+        nxt = 0
+        for pi in pending:
+            while nxt in used_buffers:
+                nxt += 1
+            params[pi].index = nxt
+            used_buffers.add(nxt)
+        return params
+
+    # ------------------------------------------------------------------ address spaces
+    def pass_address_spaces(self) -> None:
+        toks = self.toks
+        i = 0
+        n = len(toks)
+        while i < n:
+            t = toks[i]
+            if _is_attr_start(toks, i):
+                i = _find_attr_end(toks, i) + 1
+                continue
+            if t.kind == "pp" and re.match(r"#\s*define\b", t.text):
+                i += 1
+                continue
+            if t.kind == "id" and t.text in ADDRESS_SPACES:
+                pv = _prev_sig(toks, i - 1)
+                nx = _sig(toks, i + 1)
+                if pv >= 0 and toks[pv].text in (".", "->", "::"):
+                    i += 1
+                    continue
+                if nx < n and toks[nx].text in ("(", "=", ";", ")", ",", "[", "."):
+                    i += 1
+                    continue
+                i = self.rewrite_as(i)
+                continue
+            i += 1
+
+    def rewrite_as(self, i: int) -> int:
+        toks = self.toks
+        asname = toks[i].text
+        asid = ADDRESS_SPACES[asname]
+        start = i
+        const = False
+        pv = _prev_sig(toks, i - 1)
+        if pv >= 0 and toks[pv].text == "const":
+            const = True
+            start = pv
+        j = _sig(toks, i + 1)
+        # storage/declaration keywords right after the address space: just drop it
+        if toks[j].text in ("constexpr", "static", "inline"):
+            _blank(toks, i, i, "")
+            return i + 1
+        while toks[j].text in ("const", "volatile"):
+            if toks[j].text == "const":
+                const = True
+            j = _sig(toks, j + 1)
+        tstart = j
+        # type name
+        if toks[j].text in ("typename", "struct", "enum", "class"):
+            j = _sig(toks, j + 1)
+        if toks[j].text in BUILTIN_TYPE_WORDS:
+            while toks[j].text in BUILTIN_TYPE_WORDS:
+                last = j
+                j = _sig(toks, j + 1)
+            tend = last
+        else:
+            if toks[j].text == "::":
+                j = _sig(toks, j + 1)
+            while True:
+                if toks[j].kind != "id":
+                    return i + 1  # not a type: leave alone
+                last = j
+                j = _sig(toks, j + 1)
+                if toks[j].text == "<":
+                    last = _match(toks, j)
+                    j = _sig(toks, last + 1)
+                if toks[j].text == "::":
+                    j = _sig(toks, j + 1)
+                    if toks[j].text == "template":
+                        j = _sig(toks, j + 1)
+                    continue
+                break
+            tend = last
+        typ = _text(toks, tstart, tend)
+        while toks[j].text in ("const", "volatile"):
+            if toks[j].text == "const":
+                const = True
+            j = _sig(toks, j + 1)
+        nxt = toks[j].text
+        cq = "const " if (const or asid == 2) else ""
+        if nxt == "*":
+            if asid == 0:
+                _blank(toks, start, j - 1, f"{'const ' if const else ''}{typ}")
+                return j + 1
+            _blank(toks, start, j, f"::mslemu::ptr<{asid}, {cq}{typ}>")
+            return j + 1
+        if nxt in ("&", "&&"):
+            _blank(toks, start, j - 1, f"{cq}{typ}")
+            return j + 1
+        # a variable declaration
+        if asid == 3:
+            return self.rewrite_tg_decl(start, typ, j)
+        if asid == 2:
+            _blank(toks, start, j - 1, f"const {typ}")
+            return j
+        _blank(toks, start, j - 1, f"{'const ' if const else ''}{typ}")
+        return j
+
+    def rewrite_tg_decl(self, start: int, typ: str, j: int) -> int:
+        toks = self.toks
+        semi = j
+        depth = 0
+        while semi < len(toks):
+            x = toks[semi].text
+            if x in ("(", "[", "{"):
+                depth += 1
+            elif x in (")", "]", "}"):
+                if depth == 0:
+                    break
+                depth -= 1
+            elif x == ";" and depth == 0:
+                break
+            semi += 1
+        if toks[semi].text != ";":
+            # e.g. a parameter `threadgroup T x` (by value) -- just drop the qualifier
+            _blank(toks, start, j - 1, typ)
+            return j
+        decls = []
+        k = j
+        cur: list[Tok] = []
+        depth = 0
+        while k < semi:
+            x = toks[k]
+            if x.text in ("[", "("):
+                depth += 1
+            elif x.text in ("]", ")"):
+                depth -= 1
+            if x.text == "," and depth == 0:
+                decls.append(cur)
+                cur = []
+            elif x.kind not in ("ws", "nl", "comment"):
+                cur.append(x)
+            k += 1
+        decls.append(cur)
+        out = []
+        for d in decls:
+            name = d[0].text
+            dims = []
+            m = 1
+            while m < len(d):
+                if d[m].text == "[":
+                    depth = 0
+                    e = m
+                    while e < len(d):
+                        if d[e].text == "[":
+                            depth += 1
+                        elif d[e].text == "]":
+                            depth -= 1
+                            if depth == 0:
+                                break
+                        e += 1
+                    dims.append("(" + " ".join(x.text for x in d[m + 1:e]) + ")")
+                    m = e + 1
+                else:
+                    raise self.err(d[m], f"threadgroup variable '{name}' cannot have an initializer")
+            slot = f"__mslemu_tgslot_{name}_{toks[start].line}"
+            if dims:
+                out.append(f"static ::mslemu::TgSlot {slot}; auto {name} = ::mslemu::tg_array<{typ}, "
+                           f"{', '.join(dims)}>::get({slot}, \"{name}\");")
+            else:
+                out.append(f"static ::mslemu::TgSlot {slot}; auto {name} = ::mslemu::tg_var<{typ}>::get({slot}, \"{name}\");")
+        _blank(self.toks, start, semi, " ".join(out))
+        return semi + 1
+
+    # ------------------------------------------------------------------ cleanup
+    def pass_cleanup(self) -> None:
+        toks = self.toks
+        i = 0
+        n = len(toks)
+        while i < n:
+            t = toks[i]
+            if _is_attr_start(toks, i):
+                e = _find_attr_end(toks, i)
+                items = _attr_items(toks, i, e)
+                if not items or any(nm not in STD_ATTRS for nm, _ in items):
+                    _blank(toks, i, e, " ")
+                i = e + 1
+                continue
+            if t.kind == "id":
+                if t.text == "kernel" and toks[_prev_sig(toks, i - 1)].text not in (".", "->", "::"):
+                    t.text = ""
+                elif t.text == "__attribute__":
+                    p = _sig(toks, i + 1)
+                    if p < n and toks[p].text == "(":
+                        e = _match(toks, p)
+                        names = [nm for nm, _ in _attr_items_gnu(toks, i, e)]
+                        if "max_total_threads_per_threadgroup" in names:
+                            _blank(toks, i, e, " ")
+                        i = e + 1
+                        continue
+                elif t.text == "reinterpret_cast":
+                    t.text = "::mslemu::reinterpret_cast_"
+            elif t.kind == "num":
+                m = re.fullmatch(r"((?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)[hH]", t.text)
+                if m:
+                    num = m.group(1)
+                    if not re.search(r"[.eE]", num):
+                        num += ".0"
+                    t.text = f"((half){num}f)"
+                elif re.fullmatch(r"(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[bB][fF]", t.text):
+                    t.text = f"((float){t.text[:-2]})"
+            i += 1
+
+    # ------------------------------------------------------------------ entries
+    def entries(self) -> str:
+        out = ["\n"]
+        for name, tk in self.template_kernels.items():
+            if tk.mtt_expr:
+                out.append(f'#line {tk.line} "{_esc(tk.file)}"\n')
+                out.append(f"template <{tk.template_params}> constexpr int __mslemu_mttf_{name}() "
+                           f"{{ return (int)({tk.mtt_expr}); }}\n")
+        for kd in self.kernel_list:
+            fn = kd.fn + (f"<{kd.template_args}>" if kd.template_args is not None else "")
+            out.append(f'#line {kd.line} "{_esc(kd.file)}"\n')
+            descs = []
+            for p in kd.params:
+                gate = f"(bool)({p.gate})" if p.gate else "true"
+                descs.append(f'{{{p.kind}, {p.index}, "{p.name}", {gate}}}')
+            descs.append('{0, 0, "", false}')
+            if kd.mtt_expr:
+                mtt = (f"__mslemu_mttf_{kd.fn}<{kd.template_args}>()" if kd.is_template
+                       else f"(int)({kd.mtt_expr})")
+            else:
+                mtt = "0"
+            vis = '__attribute__((visibility("default")))'
+            out.append(
+                f"static const ::mslemu::ParamDesc __mslemu_pd_{kd.id}[] = {{{', '.join(descs)}}}; "
+                f'extern "C" {vis} void __mslemu_entry_{kd.id}() {{ ::mslemu::invoke(&{fn}, __mslemu_pd_{kd.id}); }} '
+                f'extern "C" {vis} int __mslemu_info_{kd.id}(::mslemu::ParamInfo* o) '
+                f"{{ return ::mslemu::info(&{fn}, __mslemu_pd_{kd.id}, o); }} "
+                f'extern "C" {vis} int __mslemu_mtt_{kd.id}() {{ return {mtt}; }}\n')
+        return "".join(out)
+
+
+def _esc(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _attr_items_gnu(toks: list[Tok], a: int, e: int) -> list[tuple[str, str]]:
+    """Items of __attribute__((...)) from the __attribute__ token a to the closing paren e."""
+    p = _sig(toks, a + 1)
+    q = _sig(toks, p + 1)
+    if toks[q].text != "(":
+        return []
+    inner_end = _match(toks, q)
+    items = []
+    k = q + 1
+    while k < inner_end:
+        k = _sig(toks, k)
+        if k >= inner_end:
+            break
+        if toks[k].kind == "id":
+            name = toks[k].text
+            j = _sig(toks, k + 1)
+            arg = ""
+            if toks[j].text == "(":
+                m = _match(toks, j)
+                arg = _text(toks, j + 1, m - 1)
+                j = m + 1
+            items.append((name, arg))
+            k = j
+        else:
+            k += 1
+    return items
+
+
+def _int_arg(arg: str, t: Tok, rw: Rewriter) -> int:
+    try:
+        return int(arg.replace(" ", ""), 0)
+    except ValueError:
+        try:
+            return int(eval(arg, {"__builtins__": {}}, {}))  # simple arithmetic after macro expansion
+        except Exception:
+            raise rw.err(t, f"cannot evaluate buffer index '{arg}'") from None
+
+
+def _arity(typ: str) -> int:
+    m = re.search(r"(\d)\s*$", typ)
+    if m and re.search(r"(uint|ushort|int|short)\d\s*$", typ):
+        return int(m.group(1))
+    m = re.search(r"vec\s*<[^,]+,\s*(\d)\s*>", typ)
+    if m:
+        return int(m.group(1))
+    return 1
+
+
+def rewrite(text: str, default_file: str, function_constants: dict | None = None) -> Rewritten:
+    return Rewriter(text, default_file, function_constants).run()

@@ -1,0 +1,216 @@
+// Metal Shading Language standard library shim for the gemmglossary CPU emulator.
+// Original code. Deliberately avoids <cmath>/<cstdlib> so that `using namespace metal;`
+// never meets ambiguous global overloads.
+#pragma once
+#include <cstdint>
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <limits>
+#include "mslemu_rt.h"
+
+#define MSLEMU_AI __attribute__((always_inline)) inline
+
+typedef _Float16 half;
+typedef unsigned int uint;
+typedef unsigned short ushort;
+typedef unsigned char uchar;
+typedef unsigned long ulong;
+using std::size_t;
+
+namespace mslemu {
+
+template <class T> struct is_half : std::false_type {};
+template <> struct is_half<_Float16> : std::true_type {};
+template <class T>
+inline constexpr bool is_arith_v = std::is_arithmetic_v<T> || is_half<std::remove_cv_t<T>>::value;
+
+// ---------------------------------------------------------------- race shadow
+MSLEMU_AI Shadow& shadow_of(const void* p) {
+  return ((Shadow*)g.shadow)[((const char*)p - g.arena) >> 1];
+}
+MSLEMU_AI bool stale(uint32_t stamp, uint16_t tid_other, uint32_t tid_now) {
+  if (stamp < g.tg_sync) return true;
+  if ((tid_other >> 5) == (tid_now >> 5) && stamp < g.sg_sync[tid_now >> 5]) return true;
+  return false;
+}
+MSLEMU_AI void tg_read(const void* p, const void* pc) {
+  if (!g.race_check) return;
+  Shadow& s = shadow_of(p);
+  uint32_t t = g.cur->tid;
+  if (s.w_tid != t && s.w_stamp && !stale(s.w_stamp, s.w_tid, t)) race(1, p, pc, s.w_tid, s.w_pc);
+  if (s.r_stamp == 0 || s.r_tid == t || stale(s.r_stamp, s.r_tid, t)) {
+    if (s.r_tid != t || s.r_stamp == 0 || stale(s.r_stamp, s.r_tid, t)) s.multi = 0;
+    s.r_tid = (uint16_t)t; s.r_stamp = g.clock; s.r_pc = pc;
+  } else if (!s.multi) {
+    s.multi = 1; s.r2_tid = (uint16_t)t; s.r2_pc = pc;
+  }
+}
+MSLEMU_AI void tg_write(const void* p, const void* pc) {
+  if (!g.race_check) return;
+  Shadow& s = shadow_of(p);
+  uint32_t t = g.cur->tid;
+  if (s.w_tid != t && s.w_stamp && !stale(s.w_stamp, s.w_tid, t)) race(2, p, pc, s.w_tid, s.w_pc);
+  if (s.r_stamp && !stale(s.r_stamp, s.r_tid, t)) {
+    if (s.r_tid != t) race(3, p, pc, s.r_tid, s.r_pc);
+    if (s.multi && s.r2_tid != t) race(3, p, pc, s.r2_tid, s.r2_pc);
+  }
+  s.w_tid = (uint16_t)t; s.w_stamp = g.clock; s.w_pc = pc;
+}
+
+// ---------------------------------------------------------------- address spaces
+enum { AS_DEVICE = 1, AS_CONSTANT = 2, AS_THREADGROUP = 3 };
+
+template <int A, class T> struct ptr;
+
+template <class T> struct tg_ref {
+  T* p;
+  MSLEMU_AI operator T() const { tg_read(p, here()); return *p; }
+  MSLEMU_AI T get() const { tg_read(p, here()); return *p; }
+  MSLEMU_AI const tg_ref& operator=(T v) const { tg_write(p, here()); *p = v; return *this; }
+  MSLEMU_AI const tg_ref& operator=(const tg_ref& o) const { T v = o.get(); tg_write(p, here()); *p = v; return *this; }
+#define MSLEMU_CMP(op) \
+  template <class U> MSLEMU_AI const tg_ref& operator op##=(const U& v) const { \
+    tg_read(p, here()); T r = (T)(*p op v); tg_write(p, here()); *p = r; return *this; }
+  MSLEMU_CMP(+) MSLEMU_CMP(-) MSLEMU_CMP(*) MSLEMU_CMP(/) MSLEMU_CMP(%) MSLEMU_CMP(&) MSLEMU_CMP(|)
+  MSLEMU_CMP(^) MSLEMU_CMP(<<) MSLEMU_CMP(>>)
+#undef MSLEMU_CMP
+  MSLEMU_AI T operator++(int) const { T v = get(); tg_write(p, here()); *p = v + 1; return v; }
+  MSLEMU_AI T operator--(int) const { T v = get(); tg_write(p, here()); *p = v - 1; return v; }
+  MSLEMU_AI const tg_ref& operator++() const { T v = get(); tg_write(p, here()); *p = v + 1; return *this; }
+  MSLEMU_AI const tg_ref& operator--() const { T v = get(); tg_write(p, here()); *p = v - 1; return *this; }
+  ptr<AS_THREADGROUP, T> operator&() const;
+};
+
+template <int A, class T> struct ptr {
+  T* p;
+  char* lo;
+  char* hi;
+  const char* name;
+  using element_type = T;
+  static constexpr int address_space = A;
+
+  ptr() = default;
+  MSLEMU_AI ptr(std::nullptr_t) : p(nullptr), lo(nullptr), hi(nullptr), name("null") {}
+  MSLEMU_AI ptr(T* q, char* l, char* h, const char* n) : p(q), lo(l), hi(h), name(n) {}
+  // from a raw pointer (e.g. &A[i]): recover the bounds of the buffer that holds it
+  MSLEMU_AI ptr(T* q) : p(q) {
+    const void *l = nullptr, *h = nullptr;
+    name = buffer_name_for((const void*)q, &l, &h);
+    lo = (char*)l; hi = (char*)h;
+  }
+  // T* -> const T*
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
+  MSLEMU_AI ptr(const ptr<A, U>& o) : p(o.p), lo(o.lo), hi(o.hi), name(o.name) {}
+  // explicit reinterpretation (C-style / static casts between pointer types of one space)
+  template <class U, class = std::enable_if_t<!std::is_same_v<const U, T>>, class = void>
+  MSLEMU_AI explicit ptr(const ptr<A, U>& o) : p((T*)(void*)o.p), lo(o.lo), hi(o.hi), name(o.name) {}
+  MSLEMU_AI explicit ptr(uintptr_t raw) : p((T*)raw), lo(nullptr), hi(nullptr), name("raw address") {}
+  MSLEMU_AI explicit ptr(int raw) : p((T*)(uintptr_t)raw), lo(nullptr), hi(nullptr), name("raw address") {}
+
+  MSLEMU_AI T* check(const void* pc) const {
+    if (__builtin_expect((char*)p < lo || (char*)p + sizeof(std::conditional_t<std::is_void_v<T>, char, T>) > hi, 0))
+      oob(pc, p, lo, hi, sizeof(std::conditional_t<std::is_void_v<T>, char, T>), name, 0);
+    return p;
+  }
+  MSLEMU_AI T* check_at(ptrdiff_t i, const void* pc) const {
+    T* q = p + i;
+    if (__builtin_expect((char*)q < lo || (char*)q + sizeof(T) > hi, 0)) oob(pc, q, lo, hi, sizeof(T), name, 0);
+    return q;
+  }
+  MSLEMU_AI decltype(auto) operator[](ptrdiff_t i) const {
+    T* q = check_at(i, here());
+    if constexpr (A == AS_THREADGROUP && is_arith_v<T> && !std::is_const_v<T>) return tg_ref<T>{q};
+    else if constexpr (A == AS_THREADGROUP && is_arith_v<T>) { tg_read(q, here()); return (T)*q; }
+    else if constexpr (A == AS_THREADGROUP) { tg_read(q, here()); return (T&)*q; }
+    else return (T&)*q;
+  }
+  MSLEMU_AI decltype(auto) operator*() const { return (*this)[0]; }
+  MSLEMU_AI T* operator->() const { return check(here()); }
+  MSLEMU_AI explicit operator bool() const { return p != nullptr; }
+  MSLEMU_AI T* raw() const { return p; }
+  template <class U, class = std::enable_if_t<std::is_integral_v<U>>>
+  MSLEMU_AI ptr operator+(U i) const { return ptr(p + i, lo, hi, name); }
+  template <class U, class = std::enable_if_t<std::is_integral_v<U>>>
+  MSLEMU_AI friend ptr operator+(U i, const ptr& a) { return ptr(a.p + i, a.lo, a.hi, a.name); }
+  template <class U, class = std::enable_if_t<std::is_integral_v<U>>>
+  MSLEMU_AI ptr operator-(U i) const { return ptr(p - i, lo, hi, name); }
+  template <class U> MSLEMU_AI ptrdiff_t operator-(const ptr<A, U>& o) const { return p - o.p; }
+  template <class U> MSLEMU_AI ptr& operator+=(U i) { p += i; return *this; }
+  template <class U> MSLEMU_AI ptr& operator-=(U i) { p -= i; return *this; }
+  MSLEMU_AI ptr& operator++() { ++p; return *this; }
+  MSLEMU_AI ptr& operator--() { --p; return *this; }
+  MSLEMU_AI ptr operator++(int) { ptr r = *this; ++p; return r; }
+  MSLEMU_AI ptr operator--(int) { ptr r = *this; --p; return r; }
+  template <class U> MSLEMU_AI bool operator==(const ptr<A, U>& o) const { return (const void*)p == (const void*)o.p; }
+  template <class U> MSLEMU_AI bool operator!=(const ptr<A, U>& o) const { return (const void*)p != (const void*)o.p; }
+  template <class U> MSLEMU_AI bool operator<(const ptr<A, U>& o) const { return (const void*)p < (const void*)o.p; }
+  MSLEMU_AI bool operator==(std::nullptr_t) const { return p == nullptr; }
+  MSLEMU_AI bool operator!=(std::nullptr_t) const { return p != nullptr; }
+};
+
+template <class T> MSLEMU_AI ptr<AS_THREADGROUP, T> tg_ref<T>::operator&() const {
+  return ptr<AS_THREADGROUP, T>((T*)p);
+}
+
+template <class P> struct is_ptr : std::false_type {};
+template <int A, class T> struct is_ptr<ptr<A, T>> : std::true_type {};
+
+// reinterpret_cast replacement: works for the wrapped pointer types as well as raw ones
+template <class To, class From> MSLEMU_AI To reinterpret_cast_(From&& x) {
+  using F = std::remove_cv_t<std::remove_reference_t<From>>;
+  if constexpr (is_ptr<To>::value && is_ptr<F>::value) return To(x);
+  else if constexpr (is_ptr<To>::value && std::is_pointer_v<F>) return To((typename To::element_type*)(void*)x);
+  else if constexpr (is_ptr<To>::value) return To((uintptr_t)x);
+  else if constexpr (is_ptr<F>::value && std::is_pointer_v<To>) return reinterpret_cast<To>(x.p);
+  else return reinterpret_cast<To>(x);
+}
+
+// threadgroup arrays declared in kernel bodies: one allocation per threadgroup, shared by
+// every fiber of it.
+struct TgSlot { uint64_t gen; void* p; };
+template <class T, size_t... D> struct tg_view;
+template <class T, size_t D0, size_t... D> struct tg_view<T, D0, D...> {
+  T* p; char* lo; char* hi; const char* name;
+  static constexpr size_t stride = (D * ... * 1);
+  MSLEMU_AI decltype(auto) operator[](ptrdiff_t i) const {
+    if constexpr (sizeof...(D) == 0) return ptr<AS_THREADGROUP, T>(p, lo, hi, name)[i];
+    else return tg_view<T, D...>{p + i * (ptrdiff_t)stride, lo, hi, name};
+  }
+  MSLEMU_AI operator ptr<AS_THREADGROUP, T>() const { return ptr<AS_THREADGROUP, T>(p, lo, hi, name); }
+  MSLEMU_AI operator ptr<AS_THREADGROUP, const T>() const { return ptr<AS_THREADGROUP, const T>(p, lo, hi, name); }
+  template <class U, class = std::enable_if_t<std::is_integral_v<U>>>
+  MSLEMU_AI ptr<AS_THREADGROUP, T> operator+(U i) const {
+    static_assert(sizeof...(D) == 0, "pointer arithmetic on a multi-dimensional threadgroup array");
+    return ptr<AS_THREADGROUP, T>(p + i, lo, hi, name);
+  }
+};
+template <class T, size_t... D> struct tg_array : tg_view<T, D...> {
+  static tg_array get(TgSlot& s, const char* name) {
+    if (s.gen != g.tg_gen) { s.p = tg_alloc(sizeof(T) * (D * ...), alignof(T) < 16 ? 16 : alignof(T), name); s.gen = g.tg_gen; }
+    tg_array a;
+    a.p = (T*)s.p; a.lo = (char*)s.p; a.hi = (char*)s.p + sizeof(T) * (D * ...); a.name = name;
+    return a;
+  }
+};
+// threadgroup scalars
+template <class T> struct tg_var {
+  T* p;
+  static tg_var get(TgSlot& s, const char* name) {
+    if (s.gen != g.tg_gen) { s.p = tg_alloc(sizeof(T), alignof(T) < 16 ? 16 : alignof(T), name); s.gen = g.tg_gen; }
+    return tg_var{(T*)s.p};
+  }
+  MSLEMU_AI tg_ref<T> ref() const { return tg_ref<T>{p}; }
+  MSLEMU_AI operator T() const { return ref(); }
+  template <class U> MSLEMU_AI const tg_var& operator=(const U& v) const { ref() = (T)v; return *this; }
+  template <class U> MSLEMU_AI const tg_var& operator+=(const U& v) const { ref() += v; return *this; }
+  template <class U> MSLEMU_AI const tg_var& operator-=(const U& v) const { ref() -= v; return *this; }
+  MSLEMU_AI ptr<AS_THREADGROUP, T> operator&() const { return ptr<AS_THREADGROUP, T>(p); }
+};
+
+}  // namespace mslemu
+
+#include "mslemu_vec.h"
+#include "mslemu_lib.h"
+#include "mslemu_bind.h"

@@ -1,0 +1,108 @@
+// Kernel parameter binding for generated entry points (original code).
+#pragma once
+
+namespace mslemu {
+
+enum ParamKind {
+  P_NONE = 0, P_BUFFER = 1, P_TGMEM = 2,
+  P_TPIG = 10, P_TPITG, P_TGPIG, P_TPTG, P_TGPG, P_TPG, P_TIITG, P_LANE, P_SGITG, P_SGPTG, P_WIDTH, P_ORIGIN
+};
+
+struct ParamDesc { int kind; int index; const char* name; bool gate; };
+struct ParamInfo { int kind, index, gate, elem_size, elem_kind, is_ref, is_ptr, as; };
+
+template <class X> struct vecinfo { static constexpr int n = 1; using T = X; };
+template <class T_, int N> struct vecinfo<metal::vec<T_, N>> { static constexpr int n = N; using T = T_; };
+
+template <class A> MSLEMU_AI A attr_from(const uint32_t* v) {
+  using B = std::remove_cv_t<std::remove_reference_t<A>>;
+  if constexpr (vecinfo<B>::n == 1) return (B)v[0];
+  else {
+    B r;
+    for (int i = 0; i < vecinfo<B>::n; ++i) r[i] = (typename vecinfo<B>::T)v[i];
+    return r;
+  }
+}
+
+alignas(64) extern char zero_block[4096];
+
+template <class A> MSLEMU_AI A bind(const ParamDesc& d) {
+  using B = std::remove_cv_t<std::remove_reference_t<A>>;
+  const Fiber* f = g.cur;
+  uint32_t v[3] = {0, 0, 0};
+  switch (d.kind) {
+    case P_BUFFER: case P_TGMEM: {
+      bool tg = d.kind == P_TGMEM;
+      char* data = d.gate ? (char*)(tg ? g.tgm[d.index] : g.buf[d.index]) : nullptr;
+      uint64_t size = d.gate ? (tg ? g.tgm_size[d.index] : g.buf_size[d.index]) : 0;
+      if constexpr (is_ptr<B>::value) {
+        return B((typename B::element_type*)data, data, data + size, d.name);
+      } else {
+        if (!d.gate) return *(B*)zero_block;
+        if (size < sizeof(B))
+          fail(E_LAUNCH, "buffer(%d) bound to parameter '%s' has %llu bytes, but the parameter needs %zu", d.index, d.name,
+               (unsigned long long)size, sizeof(B));
+        return *(B*)data;
+      }
+    }
+    case P_TPIG: for (int i = 0; i < 3; ++i) v[i] = g.tg_pos[i] * g.max_tptg[i] + f->pos[i]; break;
+    case P_TPITG: for (int i = 0; i < 3; ++i) v[i] = f->pos[i]; break;
+    case P_TGPIG: for (int i = 0; i < 3; ++i) v[i] = g.tg_pos[i]; break;
+    case P_TPTG: for (int i = 0; i < 3; ++i) v[i] = g.tptg[i]; break;
+    case P_TGPG: for (int i = 0; i < 3; ++i) v[i] = g.tgs_per_grid[i]; break;
+    case P_TPG: for (int i = 0; i < 3; ++i) v[i] = g.threads_per_grid[i]; break;
+    case P_TIITG: v[0] = f->tid; break;
+    case P_LANE: v[0] = f->lane; break;
+    case P_SGITG: v[0] = f->sg; break;
+    case P_SGPTG: v[0] = g.nsg; break;
+    case P_WIDTH: v[0] = 32; break;
+    case P_ORIGIN: break;
+    default: break;
+  }
+  if constexpr (is_ptr<B>::value || std::is_class_v<B> && vecinfo<B>::n == 1) {
+    fail(E_LAUNCH, "parameter '%s' has an unsupported binding", d.name);
+  } else {
+    if constexpr (std::is_reference_v<A>) {
+      static B tmp[64];
+      static unsigned k = 0;
+      B& t = tmp[k++ & 63];
+      t = attr_from<B>(v);
+      return t;
+    } else {
+      return attr_from<B>(v);
+    }
+  }
+}
+
+template <class X> struct elem_of { using type = X; };
+template <int AS, class T> struct elem_of<ptr<AS, T>> { using type = T; };
+
+template <class A> ParamInfo info1(const ParamDesc& d) {
+  using B0 = std::remove_cv_t<std::remove_reference_t<A>>;
+  ParamInfo p{};
+  p.kind = d.kind; p.index = d.index; p.gate = d.gate; p.is_ref = std::is_reference_v<A>;
+  using E = std::remove_cv_t<typename elem_of<B0>::type>;
+  if constexpr (is_ptr<B0>::value) { p.is_ptr = 1; p.as = B0::address_space; }
+  if constexpr (!std::is_void_v<E>) p.elem_size = sizeof(E);
+  if constexpr (std::is_same_v<E, bool>) p.elem_kind = 4;
+  else if constexpr (is_half<E>::value || std::is_floating_point_v<E>) p.elem_kind = 3;
+  else if constexpr (std::is_integral_v<E> && std::is_signed_v<E>) p.elem_kind = 1;
+  else if constexpr (std::is_integral_v<E>) p.elem_kind = 2;
+  else p.elem_kind = 0;
+  return p;
+}
+
+template <class R, class... A, size_t... I>
+MSLEMU_AI void invoke_(R (*f)(A...), const ParamDesc* d, std::index_sequence<I...>) { f(bind<A>(d[I])...); }
+template <class R, class... A> MSLEMU_AI void invoke(R (*f)(A...), const ParamDesc* d) {
+  invoke_(f, d, std::index_sequence_for<A...>{});
+}
+template <class R, class... A, size_t... I>
+int info_(R (*)(A...), const ParamDesc* d, ParamInfo* out, std::index_sequence<I...>) {
+  ((out[I] = info1<A>(d[I])), ...);
+  return sizeof...(A);
+}
+template <class R, class... A> int info(R (*f)(A...), const ParamDesc* d, ParamInfo* out) {
+  return info_(f, d, out, std::index_sequence_for<A...>{});
+}
+}  // namespace mslemu

@@ -1,0 +1,92 @@
+// mslemu runtime interface shared by the kernel translation unit and the runtime.
+// Part of the gemmglossary Metal emulator (original code).
+#pragma once
+#include <cstdint>
+#include <cstddef>
+
+namespace mslemu {
+
+enum FiberState : int { F_READY = 0, F_BARRIER = 1, F_SIMD = 2, F_DONE = 3 };
+
+struct Fiber {
+  void* sp;
+  int state;
+  uint32_t tid;      // thread_index_in_threadgroup
+  uint32_t lane;     // thread_index_in_simdgroup
+  uint32_t sg;       // simdgroup_index_in_threadgroup
+  uint32_t pos[3];   // thread_position_in_threadgroup
+  // waiting site
+  const char* wfile;
+  int wline;
+  int wop;
+  // collective slot
+  const void* cin;
+  void* cout;
+  int64_t carg;
+  const void* cextra;
+};
+
+typedef void (*CombineFn)(int op, Fiber** lanes, int nlanes);
+
+struct Ctx {
+  // grid
+  uint32_t tg_pos[3], tptg[3], tgs_per_grid[3], threads_per_grid[3], grid_origin[3];
+  uint32_t nthreads, nsg, max_tptg[3];
+  Fiber* cur;
+  // race detection
+  char* arena;           // threadgroup memory arena
+  uint64_t arena_size;
+  uint64_t arena_used;
+  uint64_t tg_gen;       // increments per threadgroup
+  void* shadow;
+  uint32_t clock;
+  uint32_t tg_sync;
+  uint32_t sg_sync[32];
+  int race_check;
+  // bindings
+  void* buf[32];
+  uint64_t buf_size[32];
+  const char* buf_name[32];
+  void* tgm[32];
+  uint64_t tgm_size[32];
+};
+
+extern Ctx g;
+
+// runtime services (implemented in runtime.cpp)
+[[noreturn]] void fail(int kind, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void barrier(int flags, const char* file, int line);
+void simd_barrier(const char* file, int line);
+void collective(int op, const char* file, int line, CombineFn fn);
+void* tg_alloc(uint64_t bytes, uint64_t align, const char* name);
+[[noreturn]] void oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem,
+                      const char* name, int write);
+[[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, const void* pc_other);
+const char* buffer_name_for(const void* p, const void** lo, const void** hi);
+
+enum ErrKind {
+  E_OK = 0, E_GENERIC = 10, E_OOB = 11, E_RACE = 12, E_BARRIER = 13, E_DIVERGE = 14,
+  E_TIMEOUT = 15, E_CRASH = 16, E_LAUNCH = 17
+};
+
+struct Shadow {
+  uint32_t w_stamp, r_stamp;
+  uint16_t w_tid, r_tid, r2_tid, multi;
+  const void* w_pc;
+  const void* r_pc;
+  const void* r2_pc;
+};
+
+__attribute__((always_inline)) inline const void* here() {
+  const void* p;
+#if defined(__x86_64__)
+  asm volatile("lea 0(%%rip), %0" : "=r"(p));
+#elif defined(__aarch64__)
+  asm volatile("adr %0, ." : "=r"(p));
+#else
+  p = __builtin_return_address(0);
+#endif
+  return p;
+}
+
+}  // namespace mslemu
