@@ -17,10 +17,8 @@ def _run(launch):
     kernel = gg.load_kernel(str(mlx_steel.source_path()), launch.host_name,
                             function_constants=launch.function_constants,
                             include_dirs=[str(d) for d in mlx_steel.include_dirs()])
-    top = max(launch.buffers)
-    placeholder = np.zeros(4, np.float32)  # unused [[buffer(n)]] slots
-    buffers = [launch.buffers.get(i, placeholder) for i in range(top + 1)]
-    kernel(*buffers, threadgroups=launch.threadgroups,
+    # {index: buffer}: parameters gated off by function constants get nothing
+    kernel(launch.buffers, threadgroups=launch.threadgroups,
            threads_per_threadgroup=launch.threads_per_threadgroup)
     return launch.out
 

@@ -81,8 +81,8 @@ class _Input:
         return ms.InputSpec(self.dtype, self.shape)
 
     def as_argument(self):
-        if len(self.shape) == 0:  # `const constant T& x`: a scalar
-            return self.buffer.reshape(()).copy()[()]
+        if len(self.shape) == 0:  # `const constant T& x`: its bytes, exactly
+            return self.buffer.tobytes()
         return self.buffer
 
 

@@ -203,9 +203,13 @@ class MetalKernel:
         return np.asarray(value).tobytes()  # numpy scalar or structured scalar
 
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
-                 threadgroup_memory=None, schedule=None, timeout=None):
-        # ``schedule`` and ``timeout`` steer the emulator; the GPU has its own schedule.
+                 threadgroup_memory=None, **emulator_options):
+        # ``schedule``, ``timeout``, ``race_check``... steer the emulator; the GPU ignores them.
         Metal = _metal()
+        if len(buffers) == 1 and isinstance(buffers[0], dict):  # {buffer index: value}
+            by_index = {int(k): v for k, v in buffers[0].items()}
+        else:
+            by_index = dict(enumerate(buffers))
         if (threads is None) == (threadgroups is None):
             raise ValueError("give exactly one of threads=(x,y,z) or threadgroups=(x,y,z)")
         if threads_per_threadgroup is None:
@@ -221,7 +225,7 @@ class MetalKernel:
         encoder = command_buffer.computeCommandEncoder()
         encoder.setComputePipelineState_(self._pipeline)
         copies = []  # (caller's array, MTLBuffer, contiguous staging array)
-        for index, value in enumerate(buffers):
+        for index, value in sorted(by_index.items()):
             if isinstance(value, np.ndarray):  # a buffer binds to `T*` and `constant T&` alike
                 staged = np.ascontiguousarray(value)
                 length = max(staged.nbytes, 1)
