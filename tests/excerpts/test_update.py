@@ -105,3 +105,39 @@ def test_two_pages_quoting_the_same_range(locked):
     result = update()
     assert result.ok
     assert sum(a.startswith("re-anchored") for a in result.actions) == 2
+
+
+def test_a_page_edited_during_the_update_is_not_overwritten(locked, monkeypatch):
+    from gemmglossary.excerpts import update as update_module
+
+    locked.insert_lines("kernels/add.metal", 1, ["//"])
+    real_check = update_module.check
+    edited = PAGE + "\nA writer's new paragraph.\n"
+
+    def check_then_edit(*args, **kwargs):
+        report = real_check(*args, **kwargs)
+        if kwargs.get("pages") is not None:  # the per-page pass: someone saves the page now
+            locked.page("index.md", edited)
+        return report
+
+    monkeypatch.setattr(update_module, "check", check_then_edit)
+    result = update()
+    assert "docs/index.md: changed while updating; run the update again" in result.refused
+    assert locked.read("docs/index.md") == edited  # the writer's edit survives
+    monkeypatch.setattr(update_module, "check", real_check)
+    assert update().ok  # and the next run re-anchors it
+    assert ":6:12" in locked.read("docs/index.md")
+
+
+def test_writes_leave_no_temporary_files(locked):
+    locked.insert_lines("kernels/add.metal", 1, ["//"])
+    assert update().ok
+    leftovers = [p.name for p in locked.root.rglob("*.tmp")]
+    assert leftovers == []
+
+
+def test_the_gemmglossary_command_routes_to_excerpts(locked, capsys):
+    from gemmglossary import cli as top
+
+    assert top.main(["excerpts", "check"]) == 0
+    assert "match excerpts.lock.json" in capsys.readouterr().out
