@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import project_root
-from .blocks import Block, find_blocks
+from .blocks import Block
 from .check import Report, check, docs_pages, expected_title, span
 from .lock import Entry, exclusive, lock_path, read_lock, write_lock, write_text_atomic
 
