@@ -43,7 +43,7 @@ def _time_kernel(spec, n: int, repeats: int) -> tuple[float, bool]:
 
     kernel = load_kernel(str(spec.path), spec.name, backend_name="metal")
     first = run_gemm(kernel, spec, n, n, n)  # correctness and warm-up
-    times = [run_gemm(kernel, spec, n, n, n, seed=i + 1).gpu_time for i in range(repeats)]
+    times = [run_gemm(kernel, spec, n, n, n, check=False).gpu_time for i in range(repeats)]
     return statistics.median(times), first.passed
 
 
