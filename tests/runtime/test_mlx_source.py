@@ -1,6 +1,7 @@
 """The source ``gg.metal_kernel`` generates is the source ``mx.fast.metal_kernel`` generates.
 
-Rules: MLX v0.32.4, ``mlx/backend/common/metal_kernel.cpp`` (``write_signature``,
+Rules: MLX 0.32 (read on main just after v0.32.2; the pinned v0.32.4 wheel is the
+oracle below), ``mlx/backend/common/metal_kernel.cpp`` (``write_signature``,
 ``write_template``, ``make_template_hash``, ``metal_kernel``) and
 ``mlx/backend/common/compiled.cpp`` (``get_type_string``); docs
 ``docs/src/dev/custom_metal_kernels.rst`` (whose example kernel name predates the

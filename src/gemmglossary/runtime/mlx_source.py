@@ -7,12 +7,14 @@ template header and the explicit instantiation, and the kernel's host name.  Thi
 module reproduces that text for MLX 0.32.4, the version the project pins, so the
 emulator runs exactly the kernel the GPU would.
 
-The rules below were read from MLX's sources at the pinned version
-(``mlx/backend/common/metal_kernel.cpp``: ``write_signature``, ``write_template``,
-``make_template_hash`` and ``metal_kernel``; ``mlx/backend/common/compiled.cpp``:
-``get_type_string``) and checked against the text the installed mlx 0.32.4 wheel
-prints with ``verbose=True`` (see ``tests/runtime/test_mlx_source.py``).  This is an
-independent re-implementation, not a copy.
+The rules below were read from MLX's sources (``mlx/backend/common/metal_kernel.cpp``:
+``write_signature``, ``write_template``, ``make_template_hash`` and ``metal_kernel``;
+``mlx/backend/common/compiled.cpp``: ``get_type_string``; the dispatch is in
+``mlx/backend/metal/custom_kernel.cpp``) as of the 0.32 release line -- the snapshot
+we could read is main shortly after v0.32.2, the v0.32.4 tag itself was not
+available -- and are checked byte for byte against the text the installed mlx 0.32.4
+wheel prints with ``verbose=True`` (``tests/runtime/test_mlx_source.py``).  This is
+an independent re-implementation, not a copy.
 
 Quirks kept on purpose, because MLX has them:
 
