@@ -110,3 +110,5 @@ def test_dispatch_threads_with_partial_threadgroup(backend_name):
     out = np.zeros(40, np.uint32)
     kernel(out, np.uint32(40), threads=(40, 1, 1), threads_per_threadgroup=(32, 1, 1))
     np.testing.assert_array_equal(out, [32] * 32 + [8] * 8)
+    if backend_name == "metal":  # GPUEndTime - GPUStartTime of the dispatch
+        assert kernel.last_gpu_time is not None and kernel.last_gpu_time > 0

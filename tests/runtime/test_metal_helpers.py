@@ -1,6 +1,7 @@
 """The pure-Python parts of the Metal backend: include inlining and scalar parameter types.
 
-These run everywhere; the GPU calls themselves are in test_metal_gpu.py (Apple only).
+These run everywhere; the GPU calls themselves are the ``metal`` cases of the other
+tests (skipped off Apple Silicon).
 """
 
 from __future__ import annotations
