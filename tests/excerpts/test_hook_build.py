@@ -93,3 +93,19 @@ def test_missing_vendor_manifest_fails_clearly(site):
     run = build(site.root)
     assert run.returncode != 0
     assert "cannot materialize the pinned MLX files" in run.stderr and "vendor.toml: missing" in run.stderr
+
+
+def test_pages_left_out_of_the_build_do_not_fail_it(site):
+    config = yaml.safe_load((site.root / "mkdocs.yml").read_text())
+    config["exclude_docs"] = "drafts/\n"
+    (site.root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    site.page("drafts/wip.md", '# WIP\n\n```metal\n--8<-- "kernels/add.metal:1:3"\n```\n')
+    assert update().ok  # the CLI locks every page under docs/
+    run = build(site.root, "--strict")
+    assert run.returncode == 0, run.stderr
+    site.page("drafts/wip.md", "# WIP\n")  # the lock entry becomes unused: only the CLI cares
+    assert build(site.root, "--strict").returncode == 0
+    (site.root / "docs" / "drafts" / "wip.md").unlink()  # a deleted page's entry fails the build
+    run = build(site.root)
+    assert run.returncode != 0
+    assert "excerpts.lock.json: docs/drafts/wip.md: kernels/add.metal lines 1–3: lock entry that no page uses (no such page)" in run.stderr
