@@ -1,0 +1,131 @@
+"""Fixtures for the browser suite: the built site, served locally, seen by chromium.
+
+The site is built once per session with ``mkdocs build --strict`` into a temporary
+folder and served by a threaded http.server on 127.0.0.1 and a free port. The browser
+is Debian's chromium (``/usr/bin/chromium``) driven by Playwright for Python; one
+browser and one context are shared by every test.
+
+Without chromium the tests skip, except under CI (``CI=true``), where they fail:
+a CI run must never pass by skipping the browser.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import sitechecks  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK = ROOT / "excerpts.lock.json"
+SCREENSHOTS = ROOT / ".screenshots"
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the browser suite may not be skipped)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def chromium_executable() -> str:
+    if not os.path.exists(sitechecks.CHROMIUM):
+        _unavailable(sitechecks.CHROMIUM_MISSING)
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _unavailable("the playwright Python package is not installed (pip install playwright)")
+    return sitechecks.CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_executable):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=chromium_executable, args=sitechecks.CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="session")
+def context(browser):
+    """One browser context for the whole run.
+
+    Requests to any host but 127.0.0.1 are aborted: the network is closed anyway, and
+    aborting makes them fail at once instead of hanging. They are still seen (and
+    reported) by the checks, which record every request as it is attempted.
+    """
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    ctx.set_default_timeout(15_000)
+    ctx.set_default_navigation_timeout(30_000)
+
+    ctx.route(sitechecks.leaves_machine, lambda route: route.abort())
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+@pytest.fixture
+def page(context):
+    pg = context.new_page()
+    try:
+        yield pg
+    finally:
+        pg.close()
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory, chromium_executable) -> Path:
+    """The real site, built strictly. Depends on chromium so a skip costs no build."""
+    site_dir = tmp_path_factory.mktemp("site")
+    try:
+        sitechecks.build_site(ROOT / "mkdocs.yml", site_dir, strict=True)
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    return site_dir
+
+
+@pytest.fixture(scope="session")
+def site(built_site):
+    with sitechecks.SiteServer(built_site) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def site_pages(site, context) -> list[str]:
+    return sitechecks.discover_pages(context.request, site.base_url)
+
+
+@pytest.fixture(scope="session")
+def visits(site, site_pages, context) -> dict[str, sitechecks.PageVisit]:
+    """Every page visited once; shared by the page-level and link tests."""
+    pg = context.new_page()
+    try:
+        return {url: sitechecks.visit_page(pg, url, site.netloc) for url in site_pages}
+    finally:
+        pg.close()
+
+
+@pytest.fixture(scope="session")
+def lock_entries() -> list[dict]:
+    if not LOCK.exists():
+        return []
+    return json.loads(LOCK.read_text(encoding="utf-8")).get("excerpts", [])
+
+
+@pytest.fixture(scope="session")
+def screenshots_dir() -> Path:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    return SCREENSHOTS

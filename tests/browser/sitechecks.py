@@ -1,0 +1,538 @@
+"""Checks run against a built site in a real browser.
+
+Every check returns a list of problems (human-readable strings naming the page and
+what is wrong) instead of asserting, so that the same functions are exercised both on
+the real site (expecting no problems) and on a deliberately broken site (expecting the
+problems to be reported). The tests in this folder only assert on these lists.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_MISSING = "Debian chromium not installed (apt-get install chromium)"
+
+# The network here is closed: without the background-networking switches chromium
+# keeps trying to reach Google services and fills the logs with noise.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# Schemes that never leave the page.
+_INERT_SCHEMES = {"data", "blob", "about"}
+
+# Material for MkDocs marks the copy button in one of two ways depending on its version.
+COPY_BUTTON = "button.md-clipboard, button.md-code__button[data-md-type='copy']"
+
+
+# --------------------------------------------------------------------------- build/serve
+
+
+def build_site(config_file: Path, site_dir: Path, *, strict: bool = True) -> str:
+    """Run ``mkdocs build`` for *config_file* into *site_dir*; return its log.
+
+    Raises RuntimeError with the full log when the build fails.
+    """
+    cmd = [sys.executable, "-m", "mkdocs", "build", "-f", str(config_file), "-d", str(site_dir)]
+    if strict:
+        cmd.append("--strict")
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    proc = subprocess.run(
+        cmd,
+        cwd=config_file.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise RuntimeError(f"mkdocs build failed ({' '.join(cmd)}):\n{log}")
+    return log
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
+        pass
+
+
+class SiteServer:
+    """A built site served by a threaded http.server on 127.0.0.1 and a free port."""
+
+    def __init__(self, site_dir: Path):
+        handler = functools.partial(_QuietHandler, directory=str(site_dir))
+        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        host, port = self._httpd.server_address[:2]
+        self.netloc = f"{host}:{port}"
+        self.base_url = f"http://{self.netloc}/"
+
+    def __enter__(self) -> "SiteServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def url(self, path: str) -> str:
+        return urljoin(self.base_url, path)
+
+    def is_local(self, url: str) -> bool:
+        return urlsplit(url).netloc == self.netloc
+
+
+def page_url(base_url: str, docs_path: str) -> str:
+    """URL of the page built from *docs_path* (relative to docs/), with directory URLs."""
+    stem = docs_path[: -len(".md")] if docs_path.endswith(".md") else docs_path
+    if stem == "index":
+        rel = ""
+    elif stem.endswith("/index"):
+        rel = stem[: -len("index")]
+    else:
+        rel = stem + "/"
+    return urljoin(base_url, rel)
+
+
+def leaves_machine(url: str) -> bool:
+    """True for a request that would go to a host other than 127.0.0.1."""
+    parts = urlsplit(url)
+    return parts.scheme not in _INERT_SCHEMES and parts.hostname != "127.0.0.1"
+
+
+def is_external_request(url: str, netloc: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme in _INERT_SCHEMES:
+        return False
+    return parts.netloc != netloc
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def discover_pages(request, base_url: str) -> list[str]:
+    """Every page of the site, from its search index and its sitemap (never hard-coded).
+
+    *request* is a Playwright APIRequestContext. The search index lists each page once
+    without a fragment (its sections carry ``#anchor``); the sitemap only has entries
+    when ``site_url`` is set, so both are read and merged.
+    """
+    pages: list[str] = []
+
+    def add(url: str) -> None:
+        url = urlunsplit(urlsplit(url)._replace(fragment=""))
+        if url not in pages:
+            pages.append(url)
+
+    resp = request.get(urljoin(base_url, "search/search_index.json"))
+    if resp.ok:
+        for doc in json.loads(resp.text()).get("docs", []):
+            location = doc.get("location", "")
+            if "#" not in location:
+                add(urljoin(base_url, location))
+    resp = request.get(urljoin(base_url, "sitemap.xml"))
+    if resp.ok and resp.text().strip():
+        ns = {"sm": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+        for loc in ET.fromstring(resp.text()).findall("sm:url/sm:loc", ns):
+            if loc.text:
+                # The sitemap holds canonical URLs (site_url); map them onto this server.
+                add(urljoin(base_url, urlsplit(loc.text.strip()).path.lstrip("/")))
+    return pages
+
+
+# --------------------------------------------------------------------------- page visit
+
+
+@dataclass
+class PageVisit:
+    url: str
+    status: int | None = None
+    console_errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    external_requests: list[str] = field(default_factory=list)
+    headings: list[tuple[int, str]] = field(default_factory=list)
+    images_without_alt: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+_HEADINGS_JS = """() => Array.from(document.querySelectorAll('h1, h2, h3, h4, h5, h6'))
+    .map(h => [Number(h.tagName.substring(1)), h.textContent.replace('¶', '').trim().slice(0, 80)])"""
+
+_IMAGES_JS = """() => Array.from(document.querySelectorAll('img'))
+    .filter(img => !(img.getAttribute('alt') || '').trim())
+    .map(img => img.getAttribute('src') || '(no src)')"""
+
+# Links a reader can follow. Material's annotation markers point at tooltips that only
+# exist while open (the id is created on click), so they are left to the annotation test.
+_LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'))
+    .filter(a => !a.classList.contains('md-annotation__index'))
+    .map(a => a.href)"""
+
+
+def heading_problems(headings: list[tuple[int, str]]) -> list[str]:
+    """One h1, first heading is the h1, and no level is skipped going down."""
+    problems = []
+    h1s = [text for level, text in headings if level == 1]
+    if len(h1s) != 1:
+        problems.append(f"expected exactly one h1, found {len(h1s)}: {h1s}")
+    if headings and headings[0][0] != 1:
+        problems.append(f"first heading is h{headings[0][0]} {headings[0][1]!r}, not h1")
+    for (prev, _), (level, text) in zip(headings, headings[1:]):
+        if level > prev + 1:
+            problems.append(f"heading level skipped: h{prev} -> h{level} {text!r}")
+    return problems
+
+
+def visit_page(page, url: str, netloc: str, *, idle_timeout_ms: int = 5000) -> PageVisit:
+    """Load *url* in *page* and check what a reader's browser sees.
+
+    Problems: HTTP status other than 200, console errors and uncaught exceptions,
+    any request to a host other than *netloc* (recorded when attempted, whether or
+    not it could complete), headings out of order, images without alt text.
+    """
+    visit = PageVisit(url)
+
+    def on_console(msg):
+        if msg.type == "error":
+            where = msg.location.get("url") if msg.location else ""
+            visit.console_errors.append(f"{msg.text}" + (f" [{where}]" if where else ""))
+
+    def on_pageerror(error):
+        visit.console_errors.append(f"uncaught exception: {error}")
+
+    def on_request(req):
+        visit.requests.append(req.url)
+
+    page.on("console", on_console)
+    page.on("pageerror", on_pageerror)
+    page.on("request", on_request)
+    try:
+        try:
+            response = page.goto(url, wait_until="load")
+            visit.status = response.status if response else None
+        except Exception as exc:  # navigation itself failed
+            visit.problems.append(f"{url}: navigation failed: {exc}")
+            return visit
+        try:
+            page.wait_for_load_state("networkidle", timeout=idle_timeout_ms)
+        except Exception:
+            pass  # a hanging request is still reported below as attempted
+        visit.headings = [tuple(h) for h in page.evaluate(_HEADINGS_JS)]
+        visit.images_without_alt = page.evaluate(_IMAGES_JS)
+        visit.links = page.evaluate(_LINKS_JS)
+    finally:
+        page.remove_listener("console", on_console)
+        page.remove_listener("pageerror", on_pageerror)
+        page.remove_listener("request", on_request)
+
+    visit.external_requests = sorted(
+        {u for u in visit.requests if is_external_request(u, netloc)}
+    )
+    if visit.status != 200:
+        visit.problems.append(f"{url}: HTTP status {visit.status}")
+    for text in visit.console_errors:
+        visit.problems.append(f"{url}: console error: {text}")
+    for ext in visit.external_requests:
+        visit.problems.append(f"{url}: request to another host: {ext}")
+    for problem in heading_problems(visit.headings):
+        visit.problems.append(f"{url}: {problem}")
+    for src in visit.images_without_alt:
+        visit.problems.append(f"{url}: image without alt text: {src}")
+    return visit
+
+
+# --------------------------------------------------------------------------- links
+
+
+class _IdCollector(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if value is None:
+                continue
+            if name == "id" or (name == "name" and tag == "a"):
+                self.ids.add(value)
+
+
+def html_ids(html: str) -> set[str]:
+    parser = _IdCollector()
+    parser.feed(html)
+    return parser.ids
+
+
+def check_links(request, links_by_page: dict[str, list[str]], netloc: str) -> list[str]:
+    """Every link to *netloc* answers 200 and its #fragment is an id on the target.
+
+    *request* is a Playwright APIRequestContext (the page's ``page.request``).
+    Links to other hosts are not followed (the site must not need them); links with
+    non-http schemes (mailto:, javascript:) are ignored.
+    """
+    problems = []
+    fetched: dict[str, tuple[int, set[str] | None]] = {}
+
+    def fetch(url: str) -> tuple[int, set[str] | None]:
+        if url not in fetched:
+            try:
+                resp = request.get(url)
+                status = resp.status
+                ctype = resp.headers.get("content-type", "")
+                ids = html_ids(resp.text()) if resp.ok and "html" in ctype else None
+            except Exception as exc:  # connection-level failure
+                status, ids = -1, None
+                problems.append(f"{url}: request failed: {exc}")
+            fetched[url] = (status, ids)
+        return fetched[url]
+
+    for source, links in links_by_page.items():
+        for link in sorted(set(links)):
+            parts = urlsplit(link)
+            if parts.scheme not in ("http", "https") or parts.netloc != netloc:
+                continue
+            target = urlunsplit(parts._replace(fragment=""))
+            status, ids = fetch(target)
+            if status != 200:
+                problems.append(f"{source}: link {link} -> HTTP {status}")
+                continue
+            if parts.fragment:
+                fragment = unquote(parts.fragment)
+                if ids is None:
+                    problems.append(f"{source}: link {link} has a fragment but the target is not HTML")
+                elif fragment not in ids:
+                    problems.append(f"{source}: link {link} -> no element with id {fragment!r} on {target}")
+    return problems
+
+
+# --------------------------------------------------------------------------- code blocks
+
+_CODE_BLOCKS_JS = """() => Array.from(document.querySelectorAll('.md-content .highlight')).map(hl => {
+    const title = hl.querySelector('.filename');
+    let numbers = [];
+    const table = hl.querySelector('td.linenos');
+    if (table) {
+        numbers = table.innerText.split('\\n').map(s => s.trim()).filter(s => s.length);
+    } else {
+        numbers = Array.from(hl.querySelectorAll('code .linenos')).map(
+            e => (e.getAttribute('data-linenos') || e.textContent).trim());
+    }
+    const code = hl.querySelector('pre > code');
+    let lines = 0;
+    if (code) {
+        const spans = code.querySelectorAll(':scope > span[id^="__span-"]');
+        if (spans.length) {
+            lines = spans.length;
+        } else {
+            const text = code.textContent.replace(/\\n$/, '');
+            lines = text.length ? text.split('\\n').length : 0;
+        }
+    }
+    return {title: title ? title.textContent.trim() : null, numbers: numbers, lines: lines};
+})"""
+
+_TITLE_RANGE = re.compile(r"lines\s+(\d+)\s*[–-]\s*(\d+)")
+
+
+def code_blocks(page) -> list[dict]:
+    """Title, displayed line numbers and line count of every code block on the page."""
+    return page.evaluate(_CODE_BLOCKS_JS)
+
+
+def _title_matches(title: str | None, file: str, start: int, end: int) -> bool:
+    if not title:
+        return False
+    m = _TITLE_RANGE.search(title)
+    if not m or (int(m.group(1)), int(m.group(2))) != (start, end):
+        return False
+    return file in title or Path(file).name in title
+
+
+def excerpt_problems(url: str, blocks: list[dict], entries: list[dict]) -> list[str]:
+    """Each lock entry of the page has a block showing exactly lines start..end.
+
+    A block whose title names a line range but matches no lock entry is reported too:
+    every excerpt on a page must be one the lock vouches for.
+    """
+    problems = []
+    matched: set[int] = set()
+    for entry in entries:
+        file, start, end = entry["file"], int(entry["start"]), int(entry["end"])
+        label = f"{file} lines {start}–{end}"
+        found = [
+            (i, b) for i, b in enumerate(blocks) if _title_matches(b["title"], file, start, end)
+        ]
+        if not found:
+            titles = [b["title"] for b in blocks if b["title"]]
+            problems.append(f"{url}: no code block titled with {label} (titles: {titles})")
+            continue
+        for i, block in found:
+            matched.add(i)
+            numbers = block["numbers"]
+            expected = [str(n) for n in range(start, end + 1)]
+            if not numbers:
+                problems.append(f"{url}: {label}: block shows no line numbers")
+                continue
+            if numbers[0] != str(start):
+                problems.append(f"{url}: {label}: first line number shown is {numbers[0]}, expected {start}")
+            if numbers[-1] != str(end):
+                problems.append(f"{url}: {label}: last line number shown is {numbers[-1]}, expected {end}")
+            if numbers != expected and numbers[0] == str(start) and numbers[-1] == str(end):
+                problems.append(f"{url}: {label}: line numbers are not consecutive: {numbers}")
+            if block["lines"] != end - start + 1:
+                problems.append(
+                    f"{url}: {label}: block has {block['lines']} lines, expected {end - start + 1}"
+                )
+    for i, block in enumerate(blocks):
+        if i not in matched and block["title"] and _TITLE_RANGE.search(block["title"]):
+            problems.append(f"{url}: excerpt block {block['title']!r} has no entry in the excerpt lock")
+    return problems
+
+
+def check_excerpts(page, url: str, entries: list[dict]) -> list[str]:
+    """Load *url* and compare its excerpt blocks with the lock *entries* of that page."""
+    page.goto(url, wait_until="load")
+    return excerpt_problems(url, code_blocks(page), entries)
+
+
+def check_copy_buttons(page, url: str) -> tuple[int, list[str]]:
+    """(number of code blocks, problems): every ``pre > code`` has Material's copy button.
+
+    Expects *page* to show *url* already, with Material's JavaScript run.
+    """
+    missing = page.evaluate(
+        """(sel) => {
+            const pres = Array.from(document.querySelectorAll('.md-content pre'))
+                .filter(pre => pre.querySelector(':scope > code'));
+            return [pres.length, pres.filter(pre => !pre.querySelector(sel))
+                .map(pre => pre.textContent.trim().split('\\n')[0].slice(0, 60))];
+        }""",
+        COPY_BUTTON,
+    )
+    count, without = missing
+    return count, [f"{url}: code block without copy button: {first!r}" for first in without]
+
+
+def count_annotations(page) -> int:
+    return page.locator(".md-annotation__index").count()
+
+
+def check_first_annotation(page, url: str, *, timeout_ms: int = 5000) -> list[str]:
+    """Click the first annotation marker like a reader would; its tooltip must show.
+
+    Expects *page* to show *url* already. The marker pulses (a CSS animation), so the
+    click goes to the centre of its box with the mouse instead of waiting for it to
+    be still.
+    """
+    marker = page.locator(".md-annotation__index").first
+    if marker.count() == 0:
+        return [f"{url}: no code annotation marker on the page"]
+    tooltip = page.locator(".md-annotation .md-tooltip").first
+    # Material mounts the annotations after load; let it settle before judging.
+    try:
+        page.wait_for_load_state("networkidle", timeout=timeout_ms)
+    except Exception:
+        pass
+    try:
+        tooltip.wait_for(state="hidden", timeout=2000)
+    except Exception:
+        return [f"{url}: annotation tooltip is open before any click"]
+    marker.evaluate("el => el.scrollIntoView({block: 'center'})")
+    box = marker.bounding_box()
+    if not box:
+        return [f"{url}: first annotation marker has no box (not rendered)"]
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    try:
+        tooltip.wait_for(state="visible", timeout=timeout_ms)
+    except Exception:
+        return [f"{url}: annotation tooltip did not open on click"]
+    text = tooltip.inner_text().strip()
+    if not text:
+        return [f"{url}: annotation tooltip opened empty"]
+    return []
+
+
+# --------------------------------------------------------------------------- search
+
+SEARCH_INPUT = "input[data-md-component='search-query']"
+SEARCH_RESULT_LINK = ".md-search-result__item a.md-search-result__link"
+
+
+def search_results(page, base_url: str, query: str, *, timeout_s: float = 15.0) -> list[str]:
+    """Type *query* into Material's search on the home page; return result links in order.
+
+    Waits until the first result has settled (the same for ~0.6 s): Material searches
+    again on every keystroke.
+    """
+    page.goto(base_url, wait_until="load")
+    box = page.locator(SEARCH_INPUT)
+    if not box.is_visible():  # narrow layouts hide the input behind the search icon
+        page.locator("label[for='__search']").first.click()
+    box.click()
+    box.press_sequentially(query)
+    deadline = time.monotonic() + timeout_s
+    last, stable = None, 0
+    while time.monotonic() < deadline:
+        links = page.locator(SEARCH_RESULT_LINK)
+        first = links.first.get_attribute("href") if links.count() else None
+        if first is not None and first == last:
+            stable += 1
+            if stable >= 3:
+                return links.evaluate_all("els => els.map(e => e.href)")
+        else:
+            stable = 0
+        last = first
+        time.sleep(0.2)
+    return []
+
+
+# --------------------------------------------------------------------------- palette
+
+
+def set_color_scheme(page, scheme: str, *, timeout_ms: int = 5000) -> str | None:
+    """Switch Material's palette to *scheme* ('default' or 'slate') with the toggle.
+
+    Returns None on success, or a problem. The toggle is the header button a reader
+    clicks; the chosen palette is remembered by Material for the next pages.
+    """
+    current = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+    for _ in range(4):  # at most one click per palette entry
+        if current == scheme:
+            return None
+        toggle = page.locator("form[data-md-component='palette'] label:visible").first
+        if toggle.count() == 0:
+            return f"no palette toggle found (scheme is {current!r})"
+        toggle.click()
+        try:
+            page.wait_for_function(
+                "(prev) => document.body.getAttribute('data-md-color-scheme') !== prev",
+                arg=current,
+                timeout=timeout_ms,
+            )
+        except Exception:
+            return f"palette toggle did not change the scheme from {current!r}"
+        current = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+    return None if current == scheme else f"could not reach scheme {scheme!r} (at {current!r})"

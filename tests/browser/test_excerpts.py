@@ -1,0 +1,24 @@
+"""Excerpt blocks show the kernel file's own line numbers, as the excerpt lock says."""
+
+from collections import defaultdict
+
+import pytest
+
+from sitechecks import check_excerpts, page_url
+
+pytestmark = pytest.mark.browser
+
+
+def test_excerpt_blocks_show_the_file_lines(page, site, site_pages, lock_entries):
+    if not lock_entries:
+        pytest.fail("excerpts.lock.json lists no excerpts", pytrace=False)
+    by_page = defaultdict(list)
+    for entry in lock_entries:
+        by_page[page_url(site.base_url, entry["page"])].append(entry)
+    problems = []
+    for url, entries in sorted(by_page.items()):
+        if url not in site_pages:
+            problems.append(f"{url}: lock page {entries[0]['page']} is not a page of the site")
+            continue
+        problems += check_excerpts(page, url, entries)
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,154 @@
+"""The checks can fail: run them on a small site built broken on purpose.
+
+The site is built without --strict (a strict build would already refuse the broken
+link), served like the real one, and every check used on the real site must name
+the fault planted for it — while a clean page of the same site reports nothing.
+"""
+
+import textwrap
+
+import pytest
+
+from sitechecks import (
+    SiteServer,
+    build_site,
+    check_excerpts,
+    check_first_annotation,
+    check_links,
+    discover_pages,
+    visit_page,
+)
+
+pytestmark = pytest.mark.browser
+
+FONT_URL = "https://fonts.googleapis.com/css2?family=Roboto&display=swap"
+
+FILES = {
+    "mkdocs.yml": """\
+        site_name: Broken on purpose
+        theme:
+          name: material
+          font: false
+          features: [content.code.annotate, content.code.copy]
+        plugins: [search]
+        markdown_extensions:
+          - attr_list
+          - md_in_html
+          - toc: {permalink: true}
+          - pymdownx.highlight: {line_spans: __span, anchor_linenums: true}
+          - pymdownx.superfences
+        """,
+    "docs/index.md": """\
+        # Broken on purpose
+
+        A [good link](good.md), a [good anchor](good.md#section),
+        a [broken link](missing.md) and a [broken anchor](good.md#no-such-heading).
+        """,
+    "docs/good.md": """\
+        # Good
+
+        ## Section
+
+        ``` cpp linenums="11" title="kernels/k.metal · lines 10–12"
+        int a = 1; // (1)!
+        int b = 2;
+        int c = 3;
+        ```
+
+        1.  Annotated.
+        """,
+    "docs/font.md": f"""\
+        # Font
+
+        <link rel="stylesheet" href="{FONT_URL}">
+
+        A page that asks for a web font.
+        """,
+    "docs/outline.md": """\
+        # Outline
+
+        ### Skips a level
+
+        <img src="data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7">
+
+        # A second h1
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def bad_site(tmp_path_factory, chromium_executable):
+    root = tmp_path_factory.mktemp("bad-site")
+    for name, text in FILES.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    build_site(root / "mkdocs.yml", root / "site", strict=False)
+    with SiteServer(root / "site") as server:
+        yield server
+
+
+def _joined(problems):
+    return "\n".join(problems)
+
+
+def test_discovery_finds_the_bad_pages(bad_site, context):
+    pages = discover_pages(context.request, bad_site.base_url)
+    assert sorted(pages) == sorted(
+        bad_site.url(p) for p in ("", "good/", "font/", "outline/")
+    )
+
+
+def test_clean_page_reports_nothing(page, bad_site):
+    visit = visit_page(page, bad_site.url("good/"), bad_site.netloc)
+    assert visit.problems == []
+
+
+def test_external_font_request_is_reported(page, bad_site):
+    visit = visit_page(page, bad_site.url("font/"), bad_site.netloc)
+    assert FONT_URL in visit.external_requests
+    assert any("request to another host" in p and "fonts.googleapis.com" in p for p in visit.problems), _joined(
+        visit.problems
+    )
+
+
+def test_broken_link_and_anchor_are_reported(page, bad_site, context):
+    visit = visit_page(page, bad_site.url(""), bad_site.netloc)
+    problems = check_links(context.request, {visit.url: visit.links}, bad_site.netloc)
+    text = _joined(problems)
+    assert any("missing.md" in p and "HTTP 404" in p for p in problems), text
+    assert any("no-such-heading" in p for p in problems), text
+    # ...and only those: the good link and good anchor pass.
+    assert len(problems) == 2, text
+
+
+def test_heading_and_alt_problems_are_reported(page, bad_site):
+    visit = visit_page(page, bad_site.url("outline/"), bad_site.netloc)
+    text = _joined(visit.problems)
+    assert any("exactly one h1, found 2" in p for p in visit.problems), text
+    assert any("heading level skipped: h1 -> h3" in p for p in visit.problems), text
+    assert any("image without alt text" in p for p in visit.problems), text
+
+
+def test_wrong_excerpt_line_numbers_are_reported(page, bad_site):
+    url = bad_site.url("good/")
+    right = [{"page": "good.md", "file": "kernels/k.metal", "start": 10, "end": 12}]
+    problems = check_excerpts(page, url, right)
+    text = _joined(problems)
+    # The block is titled 10–12 but numbered from 11.
+    assert any("first line number shown is 11, expected 10" in p for p in problems), text
+    assert any("last line number shown is 13, expected 12" in p for p in problems), text
+    # A lock entry with no block on the page is reported, and so is the block it misses.
+    absent = [{"page": "good.md", "file": "kernels/k.metal", "start": 40, "end": 44}]
+    problems = check_excerpts(page, url, absent)
+    assert any("no code block titled with kernels/k.metal lines 40–44" in p for p in problems), _joined(problems)
+    assert any("has no entry in the excerpt lock" in p for p in problems), _joined(problems)
+
+
+def test_annotation_check_reports_a_page_without_one(page, bad_site):
+    page.goto(bad_site.url("font/"), wait_until="load")
+    assert check_first_annotation(page, bad_site.url("font/")) == [
+        f"{bad_site.url('font/')}: no code annotation marker on the page"
+    ]
+    page.goto(bad_site.url("good/"), wait_until="load")
+    assert check_first_annotation(page, bad_site.url("good/")) == []

@@ -1,0 +1,44 @@
+"""Light and dark screenshots of every glossary page, kept in .screenshots/ for review."""
+
+from urllib.parse import urlsplit
+
+import pytest
+
+from sitechecks import set_color_scheme
+
+pytestmark = pytest.mark.browser
+
+MIN_BYTES = 10_000  # a blank or failed render of a full page is far smaller
+
+
+def _name(site, url: str) -> str:
+    rel = urlsplit(url).path.strip("/") or "index"
+    return rel.replace("/", "-")
+
+
+def test_glossary_screenshots_light_and_dark(page, site, site_pages, screenshots_dir):
+    glossary = [u for u in site_pages if urlsplit(u).path.startswith("/glossary/")]
+    assert len(glossary) >= 2, f"glossary pages: {glossary}"
+    problems, written = [], []
+    for scheme, label in (("default", "light"), ("slate", "dark")):
+        for url in glossary:
+            path = screenshots_dir / f"{_name(site, url)}-{label}.png"
+            path.unlink(missing_ok=True)
+            page.goto(url, wait_until="load")
+            problem = set_color_scheme(page, scheme)
+            if problem:
+                problems.append(f"{url}: {problem}")
+                continue
+            page.screenshot(path=str(path), full_page=True)
+            written.append(path)
+    for path in written:
+        if not path.exists() or path.stat().st_size < MIN_BYTES:
+            size = path.stat().st_size if path.exists() else 0
+            problems.append(f"{path}: missing or too small ({size} bytes)")
+    for url in glossary:
+        light = screenshots_dir / f"{_name(site, url)}-light.png"
+        dark = screenshots_dir / f"{_name(site, url)}-dark.png"
+        if light.exists() and dark.exists() and light.read_bytes() == dark.read_bytes():
+            problems.append(f"{url}: light and dark screenshots are identical")
+    assert not problems, "\n".join(problems)
+    assert len(written) == 2 * len(glossary)

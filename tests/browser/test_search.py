@@ -1,0 +1,24 @@
+"""Material's search works offline (its index and worker are served by the site)."""
+
+from urllib.parse import urlsplit
+
+import pytest
+
+from sitechecks import search_results
+
+pytestmark = pytest.mark.browser
+
+CASES = [
+    ("simdgroup_matrix", "glossary/simdgroup-matrix/"),
+    ("threadgroup_barrier", "glossary/barriers/"),
+    ("register blocking", "glossary/register-blocking/"),
+]
+
+
+@pytest.mark.parametrize("query, expected", CASES, ids=[q for q, _ in CASES])
+def test_search_returns_the_expected_page_first(page, site, query, expected):
+    results = search_results(page, site.base_url, query)
+    assert results, f"no search results for {query!r}"
+    first = urlsplit(results[0]).path
+    want = urlsplit(site.url(expected)).path
+    assert first == want, f"first result for {query!r} is {results[0]}; results: {results[:5]}"
