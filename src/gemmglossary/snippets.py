@@ -3,6 +3,9 @@
 - :func:`kernel_source` reads a first-party kernel (``kernels/<name>``).
 - :func:`replace_once` edits kernel text for a "break it" variant and fails loudly
   when the text it expects is gone, so a broken variant always follows the real kernel.
+- :func:`diagnostic` formats an emulator exception or warning for print: the type, the
+  message with paths shown relative to the repository, and an edited variant named after
+  the kernel file it was made from.
 - :func:`show_figure` displays a matplotlib figure with alt text. In a notebook (and in
   the site, which executes the snippets with mkdocs-jupyter) the figure is an inline
   PNG inside an ``<img alt=...>``; run as a plain script it prints the alt text, and
@@ -18,7 +21,7 @@ import os
 import re
 from pathlib import Path
 
-from .paths import kernels_dir
+from .paths import kernels_dir, project_root
 
 
 def kernel_path(name: str) -> Path:
@@ -49,6 +52,28 @@ def defines(source: str, names) -> dict[str, int]:
             raise AssertionError(f"no '#define {name} <int>' in the kernel source")
         out[name] = int(m.group(1))
     return out
+
+
+def diagnostic(err, edited: str | None = None) -> str:
+    """``"TypeName: message"`` for an exception or warning, ready to print.
+
+    Paths under the repository are shown relative to it (``kernels/x.metal:49``), and a
+    kernel compiled from a source string (named ``<source>`` by the emulator) is called
+    ``edited`` + `` (edited)``, e.g. ``matmul_tiled.metal (edited)``: a variant made with
+    :func:`replace_once` keeps the line numbers of the file it came from.
+    """
+    message = getattr(err, "message", err)  # warnings.WarningMessage -> the warning
+    kind = type(message).__name__
+    text = str(message)
+    root = str(project_root())
+    text = text.replace(root + os.sep, "").replace(root, ".")
+    if edited:
+        text = text.replace("<source>", f"{edited} (edited)")
+    lines: list[str] = []
+    for line in text.splitlines():
+        if not lines or line != lines[-1]:
+            lines.append(line)
+    return f"{kind}: " + "\n".join(lines)
 
 
 def _in_ipython() -> bool:

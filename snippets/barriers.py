@@ -1,0 +1,124 @@
+# %% [markdown]
+# # Barriers
+#
+# The K loop of a tiled matmul needs two `threadgroup_barrier`s: one so that no thread
+# reads a tile before every thread has written its share (read after write), one so
+# that no thread overwrites a tile for the next step while others still read the current
+# one (write after read). This snippet runs `kernels/matmul_tiled.metal` against numpy,
+# then removes each barrier in turn and moves one into a branch, and prints what the
+# emulator's checks report for each.
+#
+# Run it locally, from a checkout installed with `pip install -e .`:
+#
+# ```
+# python snippets/barriers.py
+# ```
+#
+# On a Mac the correct kernel runs on the GPU, where a missing barrier usually goes
+# unnoticed; the "Break it" cells use the CPU emulator, which tracks every threadgroup
+# word's last writer and barrier epoch, so a race is reported whatever the schedule.
+
+# %%
+import numpy as np
+
+import gemmglossary as gg
+from gemmglossary import emulator
+from gemmglossary.snippets import diagnostic, kernel_path, kernel_source, replace_once
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+rng = np.random.default_rng(3)
+M, N, K = 33, 20, 48  # three 16-deep K steps: the second barrier matters
+A = rng.standard_normal((M, K), dtype=np.float32)
+B = rng.standard_normal((K, N), dtype=np.float32)
+launch = dict(threadgroups=(cdiv(N, 16), cdiv(M, 16), 1), threads_per_threadgroup=(16, 16, 1))
+scalars = (np.uint32(M), np.uint32(N), np.uint32(K))
+
+C = np.zeros((M, N), np.float32)
+gg.load_kernel(kernel_path("matmul_tiled.metal"), "matmul_tiled")(A, B, C, *scalars, **launch)
+# float32 sums of 48 products.
+np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
+print(f"matmul_tiled with both barriers, {M}x{N}x{K}: matches numpy (rtol=1e-5, atol=1e-5)")
+
+# %% [markdown]
+# ## The two barriers of the kernel
+#
+# The variants below are made from the kernel file at run time. Each edit stays on the
+# barrier's own line, so the line numbers in the emulator's messages are those of
+# `kernels/matmul_tiled.metal`.
+
+# %%
+source = kernel_source("matmul_tiled.metal")
+lines = source.splitlines(keepends=True)
+BARRIER = "threadgroup_barrier(mem_flags::mem_threadgroup);"
+at = [i for i, line in enumerate(lines) if BARRIER in line]
+assert len(at) == 2, f"matmul_tiled.metal should have two barriers, found {len(at)}"
+for n, i in enumerate(at, 1):
+    print(f"barrier {n}: matmul_tiled.metal:{i + 1}: {lines[i].strip()}")
+
+
+def edit_line(i, new_text):
+    """The kernel with the barrier on line i+1 replaced, all other lines untouched."""
+    edited = list(lines)
+    edited[i] = lines[i].replace(BARRIER, new_text)
+    return "".join(edited)
+
+
+def run_broken(src, expected):
+    C = np.zeros((M, N), np.float32)
+    try:
+        emulator.load_kernel(src, "matmul_tiled")(A, B, C, *scalars, **launch)
+    except expected as err:
+        print(diagnostic(err, "kernels/matmul_tiled.metal"))
+    else:
+        raise AssertionError(f"the emulator should have raised {expected.__name__}")
+
+
+# %% [markdown]
+# ## Break it: remove barrier 1 (read after write)
+#
+# Threads start the dot-product loop while others are still writing the tile.
+
+# %%
+run_broken(edit_line(at[0], "/* barrier 1 removed */"), emulator.DataRaceError)
+
+# %% [markdown]
+# ## Break it: remove barrier 2 (write after read)
+#
+# A fast thread moves on to the next K step and overwrites the tile that slower threads
+# are still reading. The result can even come out right on a given run; the emulator
+# reports the race anyway.
+
+# %%
+run_broken(edit_line(at[1], "/* barrier 2 removed */"), emulator.DataRaceError)
+
+# %% [markdown]
+# ## Break it: padding threads return early
+#
+# A classic "optimisation": threads whose element of C lies outside the matrix return at
+# once. But they were needed for the cooperative load and at both barriers. Apple GPUs let
+# a returned thread skip later barriers, so nothing hangs; their tile elements are simply
+# never written, and the bottom and right tiles come out wrong. The emulator computes the
+# same wrong answer, and warns that the Metal specification does not even promise this.
+
+# %%
+import warnings
+
+early = replace_once(source, "    float acc = 0.0f;\n",
+                     "    if (row >= M || col >= N) return;  // the early exit\n    float acc = 0.0f;\n")
+C_early = np.zeros((M, N), np.float32)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    emulator.load_kernel(early, "matmul_tiled")(A, B, C_early, *scalars, **launch)
+for w in caught:
+    print(diagnostic(w, "kernels/matmul_tiled.metal"))
+wrong = ~np.isclose(C_early, A @ B, rtol=1e-5, atol=1e-5)
+bad_tiles = sorted({(int(c) // 16, int(r) // 16) for r, c in zip(*np.nonzero(wrong))})
+edge_tiles = sorted({(gx, gy) for gx in range(cdiv(N, 16)) for gy in range(cdiv(M, 16))
+                     if (gx + 1) * 16 > N or (gy + 1) * 16 > M})
+print(f"{wrong.sum()} of {wrong.size} elements of C are wrong, in threadgroups (x, y) {bad_tiles}; "
+      f"the threadgroups that hang over an edge of C are {edge_tiles}")
+assert wrong.any()

@@ -1,0 +1,113 @@
+# %% [markdown]
+# # max_total_threads_per_threadgroup
+#
+# `kernels/tiled_gemm.metal` declares `[[kernel, max_total_threads_per_threadgroup(WM * WN * 32)]]`:
+# a promise to the compiler that no threadgroup will hold more threads than its tiles are
+# written for. This snippet reads the bound out of the kernel, runs the kernel with
+# exactly that many threads (default build and a `-D` build with twice the simdgroups),
+# checks both against numpy, and then breaks the promise in both directions.
+#
+# Run it locally, from a checkout installed with `pip install -e .`:
+#
+# ```
+# python snippets/max_total_threads.py
+# ```
+#
+# On a Mac the kernels run on the GPU; elsewhere on the CPU emulator. The "Break it"
+# cells always use the emulator, which checks every dispatch against the kernel's bound.
+
+# %%
+import re
+
+import numpy as np
+
+import gemmglossary as gg
+from gemmglossary import emulator
+from gemmglossary.snippets import diagnostic, defines, kernel_path, kernel_source
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+source = kernel_source("tiled_gemm.metal")
+bound = re.search(r"max_total_threads_per_threadgroup\(([^)]*)\)", source).group(1)
+print(f"tiled_gemm.metal declares max_total_threads_per_threadgroup({bound})")
+
+PARAMS = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("lda", "<u4"),
+                   ("ldb", "<u4"), ("ldc", "<u4"), ("alpha", "<f4"), ("beta", "<f4")])
+
+rng = np.random.default_rng(5)
+M, N, K = 72, 80, 20
+A = rng.standard_normal((M, K), dtype=np.float32)
+B = rng.standard_normal((K, N), dtype=np.float32)
+params = np.array([(M, N, K, K, N, N, 1.0, 0.0)], PARAMS)
+
+
+def constants(overrides=None):
+    c = defines(source, ["WM", "WN", "TM", "TN"]) | (overrides or {})
+    c["BM"], c["BN"] = c["WM"] * c["TM"] * 8, c["WN"] * c["TN"] * 8
+    c["THREADS"] = eval(bound, {}, dict(c))  # the attribute's own expression
+    return c
+
+
+def run(kernel, c, threads):
+    C = np.zeros((M, N), np.float32)
+    kernel(A, B, C, params, threadgroups=(cdiv(N, c["BN"]), cdiv(M, c["BM"]), 1),
+           threads_per_threadgroup=(threads, 1, 1))
+    return C
+
+
+# %% [markdown]
+# ## The bound follows the constants
+#
+# The default build is 2×2 simdgroups (128 threads). With `-D WM=4 -D WN=4 -D TM=2 -D TN=2`
+# the threadgroup tile stays 64×64 but is split among 16 simdgroups, and the same
+# attribute expression becomes 512.
+
+# %%
+builds = {}
+for label, overrides in [("default", None), ("-D WM=4 WN=4 TM=2 TN=2", dict(WM=4, WN=4, TM=2, TN=2))]:
+    c = constants(overrides)
+    kernel = gg.load_kernel(kernel_path("tiled_gemm.metal"), "tiled_gemm", defines=overrides)
+    C = run(kernel, c, c["THREADS"])
+    # float32 sums of 20 products.
+    np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
+    builds[label] = c
+    print(f"{label:24s}: tile {c['BM']}x{c['BN']}, max_total_threads_per_threadgroup = "
+          f"{c['THREADS']}; run with {c['THREADS']} threads: matches numpy (rtol=1e-5, atol=1e-5)")
+
+# %% [markdown]
+# ## Break it: more threads than the kernel allows
+#
+# Launch the default build (bound 128) with 256 threads per threadgroup. On a GPU the
+# pipeline refuses it (with API validation) or the dispatch is silently dropped; the
+# emulator refuses it with a launch error.
+
+# %%
+c = builds["default"]
+emulated = emulator.load_kernel(kernel_path("tiled_gemm.metal"), "tiled_gemm")
+try:
+    run(emulated, c, 2 * c["THREADS"])
+except emulator.LaunchError as err:
+    print(diagnostic(err))
+else:
+    raise AssertionError("the emulator should refuse a threadgroup above the kernel's bound")
+
+# %% [markdown]
+# ## Break it the other way: fewer threads
+#
+# Fewer threads than the bound is a legal dispatch, so nothing stops it, but every
+# cooperative loop of the kernel strides by `THREADS`: with half the threads, half of
+# each tile is never loaded and half of C's tile is never stored.
+
+# %%
+try:
+    C_half = run(emulated, c, c["THREADS"] // 2)
+except emulator.EmulatorError as err:  # e.g. a read of tile memory nobody wrote
+    print(diagnostic(err))
+else:
+    wrong = ~np.isclose(C_half, A @ B, rtol=1e-5, atol=1e-5)
+    print(f"{c['THREADS'] // 2} threads: no error, but {wrong.sum()} of {wrong.size} elements "
+          f"of C ({wrong.mean():.0%}) are wrong")
+    assert wrong.any()
