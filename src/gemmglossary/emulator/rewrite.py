@@ -278,6 +278,26 @@ class Rewriter:
                 k -= 1
             lead_attrs.append((k, b))
             b = _prev_sig(toks, k - 1)
+        gnu_before = []
+        while b >= 0 and toks[b].text == ")":
+            depth = 0
+            m = b
+            while m >= 0:
+                if toks[m].text == ")":
+                    depth += 1
+                elif toks[m].text == "(":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                m -= 1
+            ga = _prev_sig(toks, m - 1)
+            if ga < 0 or toks[ga].text != "__attribute__":
+                break
+            gnu_before += _attr_items_gnu(toks, ga, b)
+            b = _prev_sig(toks, ga - 1)
+        for n_, a_ in gnu_before:
+            if n_ == "max_total_threads_per_threadgroup":
+                mtt = a_
         template_params = None
         explicit_inst = False
         if b >= 0 and toks[b].text == ">":
@@ -351,6 +371,12 @@ class Rewriter:
         rt = j
         k = j
         while toks[k].text != "(":
+            if toks[k].text == "__attribute__":
+                e = _match(toks, _sig(toks, k + 1))
+                for n, a in _attr_items_gnu(toks, k, e):
+                    if n == "max_total_threads_per_threadgroup":
+                        mtt = a
+                k = e
             k += 1
         name_i = _prev_sig(toks, k - 1)
         # __attribute__ after the name

@@ -212,11 +212,20 @@ static std::string describe_waiting(int sg_only) {
 }
 
 // ------------------------------------------------------------------ barriers and rendezvous
+static Fiber* pick();
 static void yield_() {
 #ifdef MSLEMU_UCONTEXT
   swapcontext(&uctx[g.cur->tid], &sched_uc);
 #else
-  mslemu_switch(&g.cur->sp, sched_sp);
+  Fiber* me = g.cur;
+  Fiber* nx = pick();
+  if (nx && nx != me) {  // hand over directly, skipping the scheduler
+    g.cur = nx;
+    mslemu_switch(&me->sp, nx->sp);
+    g.cur = me;
+  } else {
+    mslemu_switch(&me->sp, sched_sp);
+  }
 #endif
 }
 
@@ -228,7 +237,7 @@ static void release_barrier() {
     if (f->state != F_BARRIER) continue;
     flags |= f->wop;
     if (!first) { first = f; continue; }
-    if (f->wline != first->wline || strcmp(f->wfile, first->wfile)) {
+    if (f->wline != first->wline || (f->wfile != first->wfile && strcmp(f->wfile, first->wfile))) {
       g.cur = nullptr;
       finish(E_BARRIER, "threadgroup_barrier divergence in " + tg_str() + ": live threads wait at different barriers (" +
                             site(first->wfile, first->wline) + " and " + site(f->wfile, f->wline) +
@@ -266,7 +275,7 @@ static void complete_sg(uint32_t sg) {
     Fiber* f = &F[base + i];
     if (f->state != F_SIMD) continue;
     if (!first) first = f;
-    else if (f->wop != first->wop || f->wline != first->wline || strcmp(f->wfile, first->wfile)) {
+    else if (f->wop != first->wop || f->wline != first->wline || (f->wfile != first->wfile && strcmp(f->wfile, first->wfile))) {
       g.cur = nullptr;
       finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lanes reach different simd-group operations "
                             "(%s at %s and %s at %s); all active lanes must execute the same one:",

@@ -321,24 +321,46 @@ MSLEMU_AI void simdgroup_store(const simdgroup_matrix<T, C, R>& m, const P& dst,
 }
 
 struct MmaArgs_ { const void* a; const void* b; const void* c; };
-template <class TD, class TA, class TB, class TC> void mma_combine(int, mslemu::Fiber** L, int n) {
-  float A[8][8] = {}, B[8][8] = {}, Cm[8][8] = {};
-  for (int i = 0; i < n; ++i) if (L[i]) {
-    uint q = i / 4; int r = (q & 4) + (i / 2) % 4, c = (q & 2) * 2 + (i % 2) * 2;
-    const MmaArgs_* a = (const MmaArgs_*)L[i]->cin;
-    for (int k = 0; k < 2; ++k) {
-      A[r][c + k] = (float)((const TA*)a->a)[k];
-      B[r][c + k] = (float)((const TB*)a->b)[k];
-      Cm[r][c + k] = a->c ? (float)((const TC*)a->c)[k] : 0.0f;
-    }
+struct LaneRC_ { unsigned char r[32], c[32]; };
+constexpr LaneRC_ lane_rc_() {
+  LaneRC_ t{};
+  for (int i = 0; i < 32; ++i) { int q = i / 4; t.r[i] = (unsigned char)((q & 4) + (i / 2) % 4); t.c[i] = (unsigned char)((q & 2) * 2 + (i % 2) * 2); }
+  return t;
+}
+inline constexpr LaneRC_ lane_rc = lane_rc_();
+template <class TD, class TA, class TB, class TC>
+__attribute__((optimize("O3"))) void mma_combine(int, mslemu::Fiber** L, int n) {
+  float A[8][8], B[8][8], Cm[8][8];
+  bool full = n == 32;
+  for (int i = 0; i < n; ++i) full = full && L[i];
+  if (!full) {
+    for (int r = 0; r < 8; ++r) for (int c = 0; c < 8; ++c) A[r][c] = B[r][c] = Cm[r][c] = 0.0f;
   }
-  for (int i = 0; i < n; ++i) if (L[i]) {
-    uint q = i / 4; int r = (q & 4) + (i / 2) % 4, c = (q & 2) * 2 + (i % 2) * 2;
-    for (int k = 0; k < 2; ++k) {
-      float s = Cm[r][c + k];
-      for (int j = 0; j < 8; ++j) s += A[r][j] * B[j][c + k];
-      ((TD*)L[i]->cout)[k] = (TD)s;
+  for (int i = 0; i < n; ++i) {
+    if (!L[i]) continue;
+    int r = lane_rc.r[i], c = lane_rc.c[i];
+    const MmaArgs_* a = (const MmaArgs_*)L[i]->cin;
+    const TA* pa = (const TA*)a->a; const TB* pb = (const TB*)a->b;
+    A[r][c] = (float)pa[0]; A[r][c + 1] = (float)pa[1];
+    B[r][c] = (float)pb[0]; B[r][c + 1] = (float)pb[1];
+    if (a->c) { const TC* pc = (const TC*)a->c; Cm[r][c] = (float)pc[0]; Cm[r][c + 1] = (float)pc[1]; }
+    else { Cm[r][c] = 0.0f; Cm[r][c + 1] = 0.0f; }
+  }
+  float D[8][8];
+  for (int r = 0; r < 8; ++r) {
+    float acc[8];
+    for (int c = 0; c < 8; ++c) acc[c] = Cm[r][c];
+    for (int j = 0; j < 8; ++j) {
+      float x = A[r][j];
+      for (int c = 0; c < 8; ++c) acc[c] += x * B[j][c];
     }
+    for (int c = 0; c < 8; ++c) D[r][c] = acc[c];
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!L[i]) continue;
+    int r = lane_rc.r[i], c = lane_rc.c[i];
+    TD* pd = (TD*)L[i]->cout;
+    pd[0] = (TD)D[r][c]; pd[1] = (TD)D[r][c + 1];
   }
 }
 template <class TD, class TA, class TB, class TC, int C, int R>
