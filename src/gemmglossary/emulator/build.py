@@ -148,7 +148,8 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     cxx, ver = compiler()
     pre = preprocess(source, filename, include_dirs, defines)
     fc_key = json.dumps({str(k): repr(v) for k, v in sorted((function_constants or {}).items(), key=lambda kv: str(kv[0]))})
-    key = hashlib.sha256("\0".join([pre, fc_key, cxx, ver, shim_hash(), " ".join(CXXFLAGS)]).encode()).hexdigest()[:24]
+    def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
+    key = hashlib.sha256("\0".join([pre, fc_key, def_key, cxx, ver, shim_hash(), " ".join(CXXFLAGS)]).encode()).hexdigest()[:24]
     d = cache_root() / key
     so = d / "kernel.so"
     man = d / "manifest.json"
