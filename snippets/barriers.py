@@ -5,8 +5,8 @@
 # reads a tile before every thread has written its share (read after write), one so
 # that no thread overwrites a tile for the next step while others still read the current
 # one (write after read). This snippet runs `kernels/matmul_tiled.metal` against numpy,
-# then removes each barrier in turn and moves one into a branch, and prints what the
-# emulator's checks report for each.
+# then removes each barrier in turn and lets the padding threads return early, and
+# prints what the emulator's checks report for each.
 #
 # Run it locally, from a checkout installed with `pip install -e .`:
 #

@@ -146,11 +146,26 @@ def _tiny_site(root: Path, snippets: dict[str, str]) -> Path:
     return root
 
 
+def _decoy_kernelspec(folder: Path) -> Path:
+    """A per-user ``python3`` kernelspec that cannot run: the build must not pick it."""
+    spec = folder / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(
+        '{"argv": ["/nonexistent/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],'
+        ' "display_name": "decoy", "language": "python"}'
+    )
+    return folder
+
+
 def _build(root: Path) -> subprocess.CompletedProcess:
     mkdocs = Path(sys.executable).with_name("mkdocs")
+    decoy = root.parent / "user-jupyter"
+    if not decoy.exists():
+        _decoy_kernelspec(decoy)
     return subprocess.run(
         [str(mkdocs), "build", "--strict", "-f", str(root / "mkdocs.yml"), "-d", str(root / "site")],
-        cwd=root, env=_env(GEMMGLOSSARY_ROOT=str(root)),
+        cwd=root, env=_env(GEMMGLOSSARY_ROOT=str(root), JUPYTER_DATA_DIR=str(decoy),
+                           NO_MKDOCS_2_WARNING="1"),
         capture_output=True, text=True, timeout=600,
     )
 
@@ -201,10 +216,14 @@ def test_tiny_site_renders_executes_and_recomputes_on_kernel_edit(tmp_path: Path
     page = root / "site" / "snippets" / "good" / "index.html"
     body = html.unescape(page.read_text())
 
-    # Executed, by the interpreter running mkdocs (the venv's kernelspec).
+    # Executed, by the interpreter running mkdocs (the venv's kernelspec), even with a
+    # per-user python3 kernelspec that points elsewhere.
     assert "KERNEL // version 1" in body
     m = re.search(r"EXECUTABLE (\S+)", body)
     assert m and Path(m.group(1)).resolve() == Path(sys.executable).resolve(), m and m.group(1)
+
+    # The snippet is published next to its page for download.
+    assert (page.parent / "good.py").read_text() == GOOD
 
     # Every image has a non-empty alt text.
     imgs = re.findall(r"<img\b[^>]*>", page.read_text())
