@@ -249,3 +249,39 @@ def test_tiny_site_build_fails_on_a_broken_snippet(tmp_path: Path):
     proc = _build(root)
     assert proc.returncode != 0, "a snippet that raises must fail the build"
     assert "broken on purpose" in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# The real site: every snippet page rendered with its outputs and figures.
+
+#: Figures each snippet draws (at least), all with alt text.
+FIGURES = {
+    "cooperative_load": 1, "register_blocking": 1, "simdgroup_matrix": 1, "barriers": 0,
+    "epilogue_fusion": 1, "max_total_threads": 0, "tiled_gemm": 2, "tiled_to_simdgroup": 1,
+}
+
+
+@pytest.mark.slow
+def test_real_site_renders_every_snippet(tmp_path: Path):
+    env = _env(NO_MKDOCS_2_WARNING="1")
+    env.pop("GEMMGLOSSARY_ROOT", None)
+    site = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
+         "-d", str(site)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    for path in SNIPPETS:
+        page = site / "snippets" / path.stem / "index.html"
+        text = page.read_text(encoding="utf-8")
+        assert text.count("<h1") == 1, f"{path.stem}: one h1"
+        assert "jp-OutputArea-output" in text, f"{path.stem}: no outputs rendered"
+        assert "Traceback" not in text, f"{path.stem}: a traceback in the page"
+        assert f"python snippets/{path.name}" in text
+        imgs = re.findall(r"<img\b[^>]*>", text)
+        assert len(imgs) >= FIGURES.get(path.stem, 0), f"{path.stem}: {len(imgs)} figures"
+        for tag in imgs:
+            alt = re.search(r'\balt="([^"]*)"', tag)
+            assert alt and alt.group(1).strip(), f"{path.stem}: image without alt text"
+        assert (page.parent / path.name).is_file(), f"{path.stem}: source not published"
