@@ -118,7 +118,7 @@ for offset, idx, label, color in [(-w / 2, 4, "fused", "tab:green"), (w / 2, 5, 
     ax.bar(x + offset, ops, w, color="tab:gray", label="A and B (same in both)" if idx == 4 else None)
     ax.bar(x + offset, epi, w, bottom=ops, color=color, label=f"C traffic, {label}")
 ax.set_xticks(x, [f"M=N={r[0]}\nK={r[2]}" for r in rows])
-ax.set_ylabel("MiB moved (model: each matrix moved the minimum number of times)")
+ax.set_ylabel("MiB moved (model: minimum traffic)")
 ax.set_title("Epilogue fusion: device-memory traffic of alpha*A@B + beta*C, float32 (computed model)")
 ax.legend()
 show_figure(fig, "Stacked bars of modelled traffic for four shapes with M = N = 4096 and K from "

@@ -103,8 +103,8 @@ assert sg[tile].max() == WM * WN - 1 and frag[tile].max() == TM * TN - 1
 fig = Figure(figsize=(13, 4.6), layout="constrained")
 ax_c, ax_tg, ax_sg = fig.subplots(1, 3, width_ratios=[Nv / Mv, 1, 1])
 
-tg_index = (np.arange(Mv)[:, None] // BM) * cdiv(Nv, BN) + np.arange(Nv)[None, :] // BN
-ax_c.imshow(tg_index % 2 + (np.arange(Mv)[:, None] // BM) % 2, cmap="Pastel1", interpolation="nearest")
+checker = (np.arange(Mv)[:, None] // BM + np.arange(Nv)[None, :] // BN) % 2
+ax_c.imshow(checker, cmap="Pastel2", vmin=0, vmax=7, interpolation="nearest")
 for gy in range(cdiv(Mv, BM)):
     for gx in range(cdiv(Nv, BN)):
         ax_c.text(gx * BN + min(BN, Nv - gx * BN) / 2 - 0.5, gy * BM + min(BM, Mv - gy * BM) / 2 - 0.5,
