@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -285,3 +286,23 @@ def test_real_site_renders_every_snippet(tmp_path: Path):
             alt = re.search(r'\balt="([^"]*)"', tag)
             assert alt and alt.group(1).strip(), f"{path.stem}: image without alt text"
         assert (page.parent / path.name).is_file(), f"{path.stem}: source not published"
+
+
+@pytest.mark.slow
+def test_real_snippet_whose_diagnostic_escapes_fails_script_and_build(tmp_path: Path):
+    """A copy of snippets/barriers.py that stops catching the emulator's DataRaceError."""
+    text = (ROOT / "snippets" / "barriers.py").read_text()
+    caught = "    except expected as err:\n"
+    assert text.count(caught) == 1, "barriers.py changed; update this test"
+    broken = text.replace(caught, "    except ZeroDivisionError as err:  # no longer catches\n")
+
+    root = _tiny_site(tmp_path / "site-src", {"barriers.py": broken})
+    shutil.copy(ROOT / "kernels" / "matmul_tiled.metal", root / "kernels")
+
+    proc = _run_script(root / "snippets" / "barriers.py", GEMMGLOSSARY_ROOT=str(root))
+    assert proc.returncode != 0
+    assert "DataRaceError" in proc.stderr
+
+    proc = _build(root)
+    assert proc.returncode != 0, "the escaped diagnostic must fail the build"
+    assert "DataRaceError" in proc.stdout + proc.stderr
