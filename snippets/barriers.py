@@ -96,6 +96,25 @@ run_broken(edit_line(at[0], "/* barrier 1 removed */"), emulator.DataRaceError)
 run_broken(edit_line(at[1], "/* barrier 2 removed */"), emulator.DataRaceError)
 
 # %% [markdown]
+# ## What the races do to C
+#
+# On a GPU there is no race check: the kernel just runs. The emulator can do the same
+# (`race_check=False`) under different thread schedules. Each missing barrier then
+# returns a wrong C, wrong by an amount that depends on the order the threads ran in: the
+# symptom changes from run to run, while the diagnostic above names the two lines.
+
+# %%
+print(f"{'variant':20s} {'schedule':18s} {'wrong elements':>15s} {'max |error|':>12s}")
+for n, i in enumerate(at, 1):
+    racy = emulator.load_kernel(edit_line(i, f"/* barrier {n} removed */"), "matmul_tiled")
+    for schedule in ["lockstep", "simdgroup-major", ("random", 1), ("random", 2)]:
+        C_racy = np.zeros((M, N), np.float32)
+        racy(A, B, C_racy, *scalars, **launch, schedule=schedule, race_check=False)
+        wrong = ~np.isclose(C_racy, A @ B, rtol=1e-5, atol=1e-5)
+        print(f"{f'barrier {n} removed':20s} {str(schedule):18s} "
+              f"{f'{wrong.sum()} / {wrong.size}':>15s} {np.abs(C_racy - A @ B).max():12.2f}")
+
+# %% [markdown]
 # ## Break it: padding threads return early
 #
 # A classic "optimisation": threads whose element of C lies outside the matrix return at
