@@ -87,6 +87,9 @@ for label, overrides in [("default", None), ("-D WM=4 WN=4 TM=2 TN=2", dict(WM=4
 # %%
 c = builds["default"]
 emulated = emulator.load_kernel(kernel_path("tiled_gemm.metal"), "tiled_gemm")
+# The emulator reads the attribute like the Metal compiler does (the pipeline's limit).
+print(f"compiled kernel: maxTotalThreadsPerThreadgroup = {emulated.max_total_threads_per_threadgroup}")
+assert emulated.max_total_threads_per_threadgroup == c["THREADS"]
 try:
     run(emulated, c, 2 * c["THREADS"])
 except emulator.LaunchError as err:
