@@ -175,6 +175,9 @@ class PageVisit:
     headings: list[tuple[int, str]] = field(default_factory=list)
     images_without_alt: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    code_blocks: int = 0
+    copy_problems: list[str] = field(default_factory=list)
+    annotations: int = 0
     problems: list[str] = field(default_factory=list)
 
 
@@ -243,6 +246,8 @@ def visit_page(page, url: str, netloc: str, *, idle_timeout_ms: int = 5000) -> P
         visit.headings = [tuple(h) for h in page.evaluate(_HEADINGS_JS)]
         visit.images_without_alt = page.evaluate(_IMAGES_JS)
         visit.links = page.evaluate(_LINKS_JS)
+        visit.code_blocks, visit.copy_problems = check_copy_buttons(page, url)
+        visit.annotations = count_annotations(page)
     finally:
         page.remove_listener("console", on_console)
         page.remove_listener("pageerror", on_pageerror)
@@ -484,15 +489,17 @@ SEARCH_RESULT_LINK = ".md-search-result__item a.md-search-result__link"
 def search_results(page, base_url: str, query: str, *, timeout_s: float = 15.0) -> list[str]:
     """Type *query* into Material's search on the home page; return result links in order.
 
-    Waits until the first result has settled (the same for ~0.6 s): Material searches
-    again on every keystroke.
+    Waits until the first result has settled (the same for ~0.6 s).
     """
     page.goto(base_url, wait_until="load")
     box = page.locator(SEARCH_INPUT)
     if not box.is_visible():  # narrow layouts hide the input behind the search icon
         page.locator("label[for='__search']").first.click()
     box.click()
-    box.press_sequentially(query)
+    # Fill the whole query at once (then a key release, which Material listens for)
+    # so no result list for a half-typed query can be mistaken for the final one.
+    box.fill(query)
+    box.press("End")
     deadline = time.monotonic() + timeout_s
     last, stable = None, 0
     while time.monotonic() < deadline:
@@ -512,12 +519,16 @@ def search_results(page, base_url: str, query: str, *, timeout_s: float = 15.0) 
 # --------------------------------------------------------------------------- palette
 
 
-def set_color_scheme(page, scheme: str, *, timeout_ms: int = 5000) -> str | None:
+def set_color_scheme(page, scheme: str, *, timeout_ms: int = 10_000) -> str | None:
     """Switch Material's palette to *scheme* ('default' or 'slate') with the toggle.
 
-    Returns None on success, or a problem. The toggle is the header button a reader
+    Returns None on success, or the problem. The toggle is the header button a reader
     clicks; the chosen palette is remembered by Material for the next pages.
     """
+    try:  # the toggle only works once Material's JavaScript is running
+        page.wait_for_load_state("networkidle", timeout=timeout_ms)
+    except Exception:
+        pass
     current = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
     for _ in range(4):  # at most one click per palette entry
         if current == scheme:

@@ -24,6 +24,7 @@ def test_glossary_screenshots_light_and_dark(page, site, site_pages, screenshots
         for url in glossary:
             path = screenshots_dir / f"{_name(site, url)}-{label}.png"
             path.unlink(missing_ok=True)
+            page.emulate_media(color_scheme=label)
             page.goto(url, wait_until="load")
             problem = set_color_scheme(page, scheme)
             if problem:
