@@ -143,20 +143,24 @@ def _clean_errors(text: str) -> str:
 
 
 def build(source: str, filename: str, *, include_dirs: list[str], defines: dict | None,
-          function_constants: dict | None):
+          function_constants: dict | None, kernel: str | None = None):
     """Return (so_path, manifest dict, cache_hit)."""
     cxx, ver = compiler()
     pre = preprocess(source, filename, include_dirs, defines)
     fc_key = json.dumps({str(k): repr(v) for k, v in sorted((function_constants or {}).items(), key=lambda kv: str(kv[0]))})
+    # files with many explicit kernel instantiations (MLX style) are compiled one kernel
+    # at a time; small files are compiled whole and shared by all their kernels
+    if len(re.findall(r"\btemplate\s*\[\[", pre)) <= 4:
+        kernel = None
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
-    key = hashlib.sha256("\0".join([pre, fc_key, def_key, cxx, ver, shim_hash(), " ".join(CXXFLAGS)]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(CXXFLAGS)]).encode()).hexdigest()[:24]
     d = cache_root() / key
     so = d / "kernel.so"
     man = d / "manifest.json"
     if so.exists() and man.exists():
         stats["cache_hits"] += 1
         return so, json.loads(man.read_text()), True
-    rw = rewrite(pre, filename, function_constants)
+    rw = rewrite(pre, filename, function_constants, only=kernel)
     manifest = {
         "kernels": {
             name: {
@@ -167,6 +171,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
             for name, k in rw.kernels.items()
         },
         "function_constants": {k: list(v) for k, v in rw.function_constants.items()},
+        "all_kernels": rw.all_names,
     }
     d.mkdir(parents=True, exist_ok=True)
     src = d / "kernel.cpp"

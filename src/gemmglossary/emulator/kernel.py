@@ -20,7 +20,8 @@ MAX_THREADS = 1024
 
 class MslemuResult(ctypes.Structure):
     _fields_ = [("status", ctypes.c_int32), ("warn", ctypes.c_int32), ("sig", ctypes.c_int32),
-                ("pad", ctypes.c_int32), ("msg", ctypes.c_char * 16384), ("warn_msg", ctypes.c_char * 2048)]
+                ("pad", ctypes.c_int32), ("msg", ctypes.c_char * 16384), ("warn_msg", ctypes.c_char * 2048),
+                ("oob_msg", ctypes.c_char * 4096)]
 
 
 class MslemuLaunch(ctypes.Structure):
@@ -30,6 +31,7 @@ class MslemuLaunch(ctypes.Structure):
         ("timeout", ctypes.c_double), ("race_check", ctypes.c_int32), ("isolate", ctypes.c_int32),
         ("buf", ctypes.c_void_p * 32), ("buf_size", ctypes.c_uint64 * 32), ("buf_name", ctypes.c_char_p * 32),
         ("tgm_size", ctypes.c_uint64 * 32), ("entry", ctypes.c_void_p), ("result", ctypes.POINTER(MslemuResult)),
+        ("oob_reads", ctypes.c_int32),
     ]
 
 
@@ -70,9 +72,9 @@ def load_kernel(path_or_source, name: str, *, defines=None, function_constants=N
         dirs = []
     dirs += [str(Path(d).resolve()) for d in (include_dirs or [])]
     so, manifest, hit = _build.build(source, filename, include_dirs=dirs, defines=defines,
-                                     function_constants=function_constants)
+                                     function_constants=function_constants, kernel=name)
     if name not in manifest["kernels"]:
-        known = ", ".join(sorted(manifest["kernels"])) or "none"
+        known = ", ".join(sorted(manifest.get("all_kernels") or manifest["kernels"])) or "none"
         raise CompileError(f"{filename}: no kernel named '{name}' (kernels found: {known})")
     return Kernel(so, manifest["kernels"][name], name, filename, hit)
 
@@ -114,7 +116,15 @@ class Kernel:
 
     # ------------------------------------------------------------------ launch
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
-                 threadgroup_memory=None, schedule="lockstep", timeout=60.0, race_check=True, isolate=True):
+                 threadgroup_memory=None, schedule="lockstep", timeout=60.0, race_check=True, isolate=True,
+                 oob_reads="error"):
+        """Launch the kernel.
+
+        oob_reads: "error" (default) stops at the first access outside a buffer; "warn"
+        lets out-of-bounds *reads* return zeros with a PortabilityWarning (some vendored
+        kernels read past the edge and discard the values) while any out-of-bounds write
+        is still an OutOfBoundsError.
+        """
         if (threads is None) == (threadgroups is None):
             raise LaunchError("give exactly one of threads= (dispatchThreads) or threadgroups= (dispatchThreadgroups)")
         if threads_per_threadgroup is None:
@@ -195,6 +205,9 @@ class Kernel:
         L.isolate = 1 if isolate else 0
         for i in range(32):
             L.tgm_size[i] = tgm[i]
+        if oob_reads not in ("error", "warn"):
+            raise LaunchError(f"oob_reads must be 'error' or 'warn', not {oob_reads!r}")
+        L.oob_reads = 1 if oob_reads == "warn" else 0
         L.entry = self._entry
         res = MslemuResult.from_buffer(res_mem)
         res.status = -1
@@ -204,9 +217,16 @@ class Kernel:
             if res.warn:
                 warnings.warn(PortabilityWarning(f"kernel '{self.name}': {res.warn_msg.decode(errors='replace')}"),
                               stacklevel=2)
+            if res.oob_msg and status == 0 and res.status == 0:
+                warnings.warn(PortabilityWarning(
+                    f"kernel '{self.name}' read outside a buffer (the reads returned 0): "
+                    + self._symbolize(res.oob_msg.decode(errors="replace"))), stacklevel=2)
             if status != 0 or res.status != 0:
                 msg = self._symbolize(res.msg.decode(errors="replace")) or "kernel failed"
                 cls = ERRORS.get(res.status, EmulatorError)
+                if cls is OutOfBoundsError and oob_reads == "error":
+                    msg += ("\n(if the kernel only reads out of bounds and discards the values, "
+                            "oob_reads='warn' lets such reads return 0)")
                 raise cls(f"kernel '{self.name}': {msg}")
             # success: hand the outputs back
             for (idx, name, data, arr), off in zip(blobs, offs):

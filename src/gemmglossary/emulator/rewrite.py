@@ -60,6 +60,7 @@ class Rewritten:
     text: str
     kernels: dict[str, KernelDecl] = field(default_factory=dict)
     function_constants: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    all_names: list[str] = field(default_factory=list)
 
 
 def _sig(toks: list[Tok], i: int) -> int:
@@ -161,7 +162,9 @@ def _c_value(v, typ: str) -> str:
 
 
 class Rewriter:
-    def __init__(self, text: str, default_file: str, function_constants: dict | None):
+    def __init__(self, text: str, default_file: str, function_constants: dict | None, only: str | None = None):
+        self.only = only
+        self.all_names: list[str] = []
         self.toks = tokenize(text)
         assign_lines(self.toks, default_file)
         self.fc_values = dict(function_constants or {})
@@ -185,10 +188,12 @@ class Rewriter:
         self.pass_function_constants()
         self.pass_kernels()
         self.pass_address_spaces()
+        self.pass_dedupe()
         self.pass_cleanup()
         text = join(toks)
         text += self.entries()
         self.out.text = text
+        self.out.all_names = self.all_names
         return self.out
 
     def pass_function_constants(self) -> None:
@@ -317,6 +322,7 @@ class Rewriter:
                 template_params = _text(toks, k + 1, b - 1)
         elif b >= 0 and toks[b].text == "template":
             explicit_inst = True
+            inst_start = b
         # scan forward over attributes / kernel keyword / __attribute__ up to the declarator
         j = i
         attrs: list[tuple[str, str]] = []
@@ -362,6 +368,11 @@ class Rewriter:
             if base is None:
                 raise self.err(toks[j], f"instantiation of unknown template kernel '{fname}'")
             name = host_name or f"{fname}<{targs}>"
+            self.all_names.append(name)
+            if self.only is not None and name != self.only:
+                # instantiate only the kernel that was asked for: MLX files instantiate dozens
+                _blank(toks, inst_start, semi, " ")
+                return semi + 1
             kd = KernelDecl(name=name, fn=fname, params=base.params, file=start_tok.file, line=start_tok.line,
                             mtt_expr=mtt or base.mtt_expr, template_params=base.template_params,
                             template_args=targs, is_template=True)
@@ -422,6 +433,8 @@ class Rewriter:
         return close + 1
 
     def add_kernel(self, kd: KernelDecl, t: Tok) -> None:
+        if not kd.is_template:
+            self.all_names.append(kd.name)
         kd.id = f"k{len(self.kernel_list)}"
         self.kernel_list.append(kd)
         self.out.kernels[kd.name] = kd
@@ -536,9 +549,57 @@ class Rewriter:
                 if nx < n and toks[nx].text in ("(", "=", ";", ")", ",", "[", "."):
                     i += 1
                     continue
+                if pv >= 0 and (toks[pv].text == ")" or (toks[pv].text == "const" and toks[_prev_sig(toks, pv - 1)].text == ")")):
+                    # a member function qualified by address space: `f() thread`, `f() const device`
+                    if t.text == "thread":
+                        _blank(toks, i, i, " ")
+                        i += 1
+                    else:
+                        i = self.drop_member(i)
+                    continue
                 i = self.rewrite_as(i)
                 continue
             i += 1
+
+    def drop_member(self, i: int) -> int:
+        """Remove a member function qualified for device/threadgroup/constant objects: the
+        emulator's objects all live in thread memory, and keeping both overloads would make
+        them collide once the qualifier is gone."""
+        toks = self.toks
+        # start: after the previous ; { } or access label at this nesting level
+        s = i
+        depth = 0
+        while s > 0:
+            x = toks[s - 1].text
+            if x in (")", "]"):
+                depth += 1
+            elif x in ("(", "["):
+                depth -= 1
+            elif depth == 0 and x in (";", "{", "}"):
+                break
+            elif depth == 0 and x == ":" and toks[_prev_sig(toks, s - 2)].text in ("public", "private", "protected"):
+                break
+            s -= 1
+        # end: the body's closing brace, or the ;
+        e = i + 1
+        while e < len(toks):
+            x = toks[e].text
+            if x in ("(", "["):
+                e = _match(toks, e) + 1
+                continue
+            if x == ";":
+                break
+            if x == "{":
+                pv = _prev_sig(toks, e - 1)
+                if toks[pv].kind == "id" and toks[pv].text not in ("const", "thread", "device", "threadgroup",
+                                                                   "constant", "noexcept") :
+                    e = _match(toks, e) + 1  # brace initializer in a mem-init list
+                    continue
+                e = _match(toks, e)
+                break
+            e += 1
+        _blank(toks, s, e, " ")
+        return e + 1
 
     def rewrite_as(self, i: int) -> int:
         toks = self.toks
@@ -593,22 +654,25 @@ class Rewriter:
             j = _sig(toks, j + 1)
         nxt = toks[j].text
         cq = "const " if (const or asid == 2) else ""
+        if typ == "auto" and nxt in ("*", "&"):
+            _blank(toks, start, j, "auto " if nxt == "*" else ("const auto& " if (const or asid == 2) else "auto& "))
+            return j + 1
         if nxt == "*":
             if asid == 0:
                 _blank(toks, start, j - 1, f"{'const ' if const else ''}{typ}")
-                return j + 1
+                return j
             _blank(toks, start, j, f"::mslemu::ptr<{asid}, {cq}{typ}>")
             return j + 1
         if nxt in ("&", "&&"):
-            _blank(toks, start, j - 1, f"{cq}{typ}")
+            _blank(toks, start, j - 1, f"{cq}{typ} ")
             return j + 1
         # a variable declaration
         if asid == 3:
             return self.rewrite_tg_decl(start, typ, j)
         if asid == 2:
-            _blank(toks, start, j - 1, f"const {typ}")
+            _blank(toks, start, j - 1, f"const {typ} ")
             return j
-        _blank(toks, start, j - 1, f"{'const ' if const else ''}{typ}")
+        _blank(toks, start, j - 1, f"{'const ' if const else ''}{typ} ")
         return j
 
     def rewrite_tg_decl(self, start: int, typ: str, j: int) -> int:
@@ -628,7 +692,7 @@ class Rewriter:
             semi += 1
         if toks[semi].text != ";":
             # e.g. a parameter `threadgroup T x` (by value) -- just drop the qualifier
-            _blank(toks, start, j - 1, typ)
+            _blank(toks, start, j - 1, typ + " ")
             return j
         decls = []
         k = j
@@ -676,6 +740,71 @@ class Rewriter:
                 out.append(f"static ::mslemu::TgSlot {slot}; auto {name} = ::mslemu::tg_var<{typ}>::get({slot}, \"{name}\");")
         _blank(self.toks, start, semi, " ".join(out))
         return semi + 1
+
+    def pass_dedupe(self) -> None:
+        """Drop function definitions that became identical once address spaces were erased
+        (MLX overloads free functions on `thread T&` / `device T&` / `threadgroup T&`)."""
+        toks = self.toks
+        stack: list[tuple[int, bool]] = []  # (index of '{', is a function body)
+        seen: set = set()
+        last_stmt = -1  # index of the last ; { } at the current level
+        i = 0
+        n = len(toks)
+        paren = 0
+        while i < n:
+            x = toks[i].text
+            if toks[i].kind not in ("punct",):
+                i += 1
+                continue
+            if x in ("(", "["):
+                paren += 1
+            elif x in (")", "]"):
+                paren -= 1
+            if paren > 0:
+                i += 1
+                continue
+            if x == "{":
+                in_func = any(f for _, f in stack)
+                is_func = False
+                if not in_func:
+                    pv = _prev_sig(toks, i - 1)
+                    q = pv
+                    while q >= 0 and toks[q].text in ("const", "noexcept", "override", "final"):
+                        q = _prev_sig(toks, q - 1)
+                    if q >= 0 and toks[q].text == ")":
+                        # find the matching ( and the token before it
+                        depth = 0
+                        m = q
+                        while m >= 0:
+                            if toks[m].text == ")":
+                                depth += 1
+                            elif toks[m].text == "(":
+                                depth -= 1
+                                if depth == 0:
+                                    break
+                            m -= 1
+                        before = toks[_prev_sig(toks, m - 1)].text if m > 0 else ""
+                        if before not in ("if", "for", "while", "switch", "catch", "]", "return", "=", ","):
+                            is_func = True
+                    if is_func:
+                        end = _match(toks, i)
+                        key = (stack[-1][0] if stack else -1,
+                               "".join(t.text for t in toks[last_stmt + 1:i] if t.kind not in ("ws", "nl", "comment")))
+                        if key in seen:
+                            _blank(toks, last_stmt + 1, end, " ")
+                            i = end + 1
+                            last_stmt = end
+                            continue
+                        seen.add(key)
+                stack.append((i, is_func))
+                last_stmt = i
+            elif x == "}":
+                if stack:
+                    stack.pop()
+                last_stmt = i
+            elif x == ";":
+                last_stmt = i
+            i += 1
 
     # ------------------------------------------------------------------ cleanup
     def pass_cleanup(self) -> None:
@@ -799,5 +928,5 @@ def _arity(typ: str) -> int:
     return 1
 
 
-def rewrite(text: str, default_file: str, function_constants: dict | None = None) -> Rewritten:
-    return Rewriter(text, default_file, function_constants).run()
+def rewrite(text: str, default_file: str, function_constants: dict | None = None, only: str | None = None) -> Rewritten:
+    return Rewriter(text, default_file, function_constants, only).run()

@@ -82,6 +82,8 @@ template <class T> struct tg_ref {
   MSLEMU_AI const tg_ref& operator--() const { T v = get(); tg_write(p, here()); *p = v - 1; return *this; }
   ptr<AS_THREADGROUP, T> operator&() const;
 };
+template <class T> struct is_tg_ref : std::false_type {};
+template <class T> struct is_tg_ref<tg_ref<T>> : std::true_type {};
 
 template <int A, class T> struct ptr {
   T* p;
@@ -106,23 +108,28 @@ template <int A, class T> struct ptr {
   // explicit reinterpretation (C-style / static casts between pointer types of one space)
   template <class U, class = std::enable_if_t<!std::is_same_v<const U, T>>, class = void>
   MSLEMU_AI explicit ptr(const ptr<A, U>& o) : p((T*)(void*)o.p), lo(o.lo), hi(o.hi), name(o.name) {}
+  template <class U, class = std::enable_if_t<!std::is_same_v<std::remove_cv_t<U>, std::remove_cv_t<T>>>>
+  MSLEMU_AI explicit ptr(U* q) : p((T*)(void*)q) {
+    const void *l = nullptr, *h = nullptr;
+    name = buffer_name_for((const void*)q, &l, &h);
+    lo = (char*)l; hi = (char*)h;
+  }
   MSLEMU_AI explicit ptr(uintptr_t raw) : p((T*)raw), lo(nullptr), hi(nullptr), name("raw address") {}
   MSLEMU_AI explicit ptr(int raw) : p((T*)(uintptr_t)raw), lo(nullptr), hi(nullptr), name("raw address") {}
 
   MSLEMU_AI T* check(const void* pc) const {
     if (__builtin_expect((char*)p < lo || (char*)p + sizeof(std::conditional_t<std::is_void_v<T>, char, T>) > hi, 0))
-      oob(pc, p, lo, hi, sizeof(std::conditional_t<std::is_void_v<T>, char, T>), name, 0);
+      return (T*)oob(pc, p, lo, hi, sizeof(std::conditional_t<std::is_void_v<T>, char, T>), name, 0);
     return p;
   }
   MSLEMU_AI T* check_at(ptrdiff_t i, const void* pc) const {
     T* q = p + i;
-    if (__builtin_expect((char*)q < lo || (char*)q + sizeof(T) > hi, 0)) oob(pc, q, lo, hi, sizeof(T), name, 0);
+    if (__builtin_expect((char*)q < lo || (char*)q + sizeof(T) > hi, 0)) return (T*)oob(pc, q, lo, hi, sizeof(T), name, 0);
     return q;
   }
   MSLEMU_AI decltype(auto) operator[](ptrdiff_t i) const {
     T* q = check_at(i, here());
-    if constexpr (A == AS_THREADGROUP && is_arith_v<T> && !std::is_const_v<T>) return tg_ref<T>{q};
-    else if constexpr (A == AS_THREADGROUP && is_arith_v<T>) { tg_read(q, here()); return (T)*q; }
+    if constexpr (A == AS_THREADGROUP && is_arith_v<T>) return tg_ref<T>{q};
     else if constexpr (A == AS_THREADGROUP) { tg_read(q, here()); return (T&)*q; }
     else return (T&)*q;
   }
@@ -211,6 +218,8 @@ template <class T> struct tg_var {
 
 }  // namespace mslemu
 
+#include "mslemu_bfloat.h"
 #include "mslemu_vec.h"
 #include "mslemu_lib.h"
+#include "mslemu_builtins.h"
 #include "mslemu_bind.h"

@@ -11,8 +11,6 @@ enum ParamKind {
 struct ParamDesc { int kind; int index; const char* name; bool gate; };
 struct ParamInfo { int kind, index, gate, elem_size, elem_kind, is_ref, is_ptr, as; };
 
-template <class X> struct vecinfo { static constexpr int n = 1; using T = X; };
-template <class T_, int N> struct vecinfo<metal::vec<T_, N>> { static constexpr int n = N; using T = T_; };
 
 template <class A> MSLEMU_AI A attr_from(const uint32_t* v) {
   using B = std::remove_cv_t<std::remove_reference_t<A>>;
@@ -36,6 +34,9 @@ template <class A> MSLEMU_AI A bind(const ParamDesc& d) {
       char* data = d.gate ? (char*)(tg ? g.tgm[d.index] : g.buf[d.index]) : nullptr;
       uint64_t size = d.gate ? (tg ? g.tgm_size[d.index] : g.buf_size[d.index]) : 0;
       if constexpr (is_ptr<B>::value) {
+        // a parameter switched off by a function constant reads as zeros (Metal leaves it
+        // unbound; compilers drop the dead reads)
+        if (!d.gate) return B((typename B::element_type*)zero_block, zero_block, zero_block + sizeof zero_block, d.name);
         return B((typename B::element_type*)data, data, data + size, d.name);
       } else {
         if (!d.gate) return *(B*)zero_block;

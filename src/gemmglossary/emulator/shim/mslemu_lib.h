@@ -45,7 +45,22 @@ template <class T> inline constexpr bool is_floating_point_v = std::is_floating_
 template <class T> inline constexpr bool is_arithmetic_v = mslemu::is_arith_v<T>;
 template <class T> inline constexpr bool is_scalar_v = mslemu::is_arith_v<T>;
 
+template <class T> struct remove_addrspace { using type = T; };
+template <class T> using remove_addrspace_t = T;
 template <class T> struct numeric_limits : std::numeric_limits<T> {};
+template <> struct numeric_limits<mslemu::bfloat> {
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_integer = false;
+  static constexpr bool has_infinity = true;
+  static constexpr int digits = 8;
+  static constexpr mslemu::bfloat max() { return mslemu::bfloat(3.38953139e38f); }
+  static constexpr mslemu::bfloat min() { return mslemu::bfloat(1.17549435e-38f); }
+  static constexpr mslemu::bfloat lowest() { return mslemu::bfloat(-3.38953139e38f); }
+  static constexpr mslemu::bfloat epsilon() { return mslemu::bfloat(0.0078125f); }
+  static constexpr mslemu::bfloat infinity() { return mslemu::bfloat(__builtin_inff()); }
+  static constexpr mslemu::bfloat quiet_NaN() { return mslemu::bfloat(__builtin_nanf("")); }
+};
 template <> struct numeric_limits<_Float16> {
   static constexpr bool is_specialized = true;
   static constexpr bool is_signed = true;
@@ -89,9 +104,6 @@ MSLEMU_F1(ceil, __builtin_ceilf)
 MSLEMU_F1(round, __builtin_roundf)
 MSLEMU_F1(rint, __builtin_rintf)
 MSLEMU_F1(trunc, __builtin_truncf)
-MSLEMU_F1(erf, __builtin_erff)
-MSLEMU_F1(log1p, __builtin_log1pf)
-MSLEMU_F1(expm1, __builtin_expm1f)
 MSLEMU_AI float rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
 MSLEMU_AI _Float16 rsqrt(_Float16 x) { return (_Float16)(1.0f / __builtin_sqrtf((float)x)); }
 MSLEMU_EW1(rsqrt)
@@ -186,8 +198,10 @@ template <class T> void combine(int op, mslemu::Fiber** L, int n) {
   auto out = [&](int i) -> T& { return *(T*)L[i]->cout; };
   int first = -1;
   for (int i = 0; i < n; ++i) if (L[i]) { first = i; break; }
+  constexpr bool arith = mslemu::is_arith_v<T>;
+  constexpr bool reducible = arith || mslemu::vecinfo<T>::n > 1;
   switch (op) {
-    case OP_SUM: case OP_PRODUCT: case OP_MAX: case OP_MIN: case OP_AND: case OP_OR: case OP_XOR: {
+    case OP_SUM: case OP_PRODUCT: case OP_MAX: case OP_MIN: case OP_AND: case OP_OR: case OP_XOR: if constexpr (reducible) {
       T acc = in(first);
       for (int i = first + 1; i < n; ++i) if (L[i]) {
         const T& v = in(i);
@@ -202,13 +216,13 @@ template <class T> void combine(int op, mslemu::Fiber** L, int n) {
       for (int i = 0; i < n; ++i) if (L[i]) out(i) = acc;
       break;
     }
-    case OP_ALL: case OP_ANY: {
+    case OP_ALL: case OP_ANY: if constexpr (arith) {
       bool acc = op == OP_ALL;
       for (int i = 0; i < n; ++i) if (L[i]) { bool b = (bool)in(i); acc = op == OP_ALL ? (acc && b) : (acc || b); }
       for (int i = 0; i < n; ++i) if (L[i]) out(i) = (T)acc;
       break;
     }
-    case OP_PREFIX_EXCL_SUM: case OP_PREFIX_INCL_SUM: {
+    case OP_PREFIX_EXCL_SUM: case OP_PREFIX_INCL_SUM: if constexpr (reducible) {
       T acc = T(0);
       for (int i = 0; i < n; ++i) if (L[i]) {
         T v = in(i);
@@ -271,6 +285,12 @@ MSLEMU_SIMD2(simd_shuffle_down, OP_SHUFFLE_DOWN)
 MSLEMU_SIMD2(simd_shuffle_rotate_down, OP_ROTATE_DOWN)
 MSLEMU_SIMD2(simd_shuffle_rotate_up, OP_ROTATE_UP)
 MSLEMU_SIMD2(simd_broadcast, OP_BROADCAST)
+template <class T> inline T simd_shuffle_and_fill_up(T x, T fill, ushort delta, ushort modulo = 32, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  T up = simd_shuffle_up(x, delta, file, line);
+  return (mslemu::g.cur->lane % modulo) < delta ? fill : up; }
+template <class T> inline T simd_shuffle_and_fill_down(T x, T fill, ushort delta, ushort modulo = 32, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  T dn = simd_shuffle_down(x, delta, file, line);
+  return (mslemu::g.cur->lane % modulo) + delta >= modulo ? fill : dn; }
 inline bool simd_all(bool x, const char* file = __builtin_FILE(), int line = __builtin_LINE()) { return simd_op_<bool>(OP_ALL, x, 0, file, line); }
 inline bool simd_any(bool x, const char* file = __builtin_FILE(), int line = __builtin_LINE()) { return simd_op_<bool>(OP_ANY, x, 0, file, line); }
 inline bool simd_is_first(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {

@@ -49,6 +49,7 @@ struct Ctx {
   const char* buf_name[32];
   void* tgm[32];
   uint64_t tgm_size[32];
+  int oob_lenient;
 };
 
 extern Ctx g;
@@ -59,7 +60,7 @@ void barrier(int flags, const char* file, int line);
 void simd_barrier(const char* file, int line);
 void collective(int op, const char* file, int line, CombineFn fn);
 void* tg_alloc(uint64_t bytes, uint64_t align, const char* name);
-[[noreturn]] void oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem,
+void* oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem,
                       const char* name, int write);
 [[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, const void* pc_other);
 const char* buffer_name_for(const void* p, const void** lo, const void** hi);

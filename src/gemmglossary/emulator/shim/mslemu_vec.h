@@ -124,6 +124,12 @@ MSLEMU_VTYPES(unsigned int, uint)
 MSLEMU_VTYPES(long, long)
 MSLEMU_VTYPES(unsigned long, ulong)
 MSLEMU_VTYPES(_Float16, half)
+MSLEMU_VTYPES(mslemu::bfloat, bfloat)
 MSLEMU_VTYPES(float, float)
 #undef MSLEMU_VTYPES
 typedef float packed_float2_[2];
+
+namespace mslemu {
+template <class X> struct vecinfo { static constexpr int n = 1; using T = X; };
+template <class T_, int N> struct vecinfo<metal::vec<T_, N>> { static constexpr int n = N; using T = T_; };
+}  // namespace mslemu

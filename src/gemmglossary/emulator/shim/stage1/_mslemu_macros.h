@@ -1,0 +1,9 @@
+// Macros the Metal standard library headers provide (stage-1 preprocessing only).
+#ifndef MSLEMU_STAGE1_MACROS
+#define MSLEMU_STAGE1_MACROS
+#pragma mslemu_shim
+#define METAL_FUNC inline __attribute__((always_inline))
+#define __METAL_MAYBE_FAST_MATH__ 0
+#define __METAL_FAST_MATH__ 1
+#define __METAL_PRECISE_MATH__ 2
+#endif
