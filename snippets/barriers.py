@@ -14,6 +14,8 @@
 # python snippets/barriers.py
 # ```
 #
+# Download this snippet: [barriers.py](barriers.py).
+#
 # On a Mac the correct kernel runs on the GPU, where a missing barrier usually goes
 # unnoticed; the "Break it" cells use the CPU emulator, which tracks every threadgroup
 # word's last writer and barrier epoch, so a race is reported whatever the schedule.

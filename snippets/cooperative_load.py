@@ -17,6 +17,8 @@
 # python snippets/cooperative_load.py
 # ```
 #
+# Download this snippet: [cooperative_load.py](cooperative_load.py).
+#
 # On a Mac the kernels run on the GPU; elsewhere on the CPU emulator. The "Break it"
 # cells always use the emulator, since its checks are what report the bug.
 

@@ -13,6 +13,8 @@
 # python snippets/epilogue_fusion.py
 # ```
 #
+# Download this snippet: [epilogue_fusion.py](epilogue_fusion.py).
+#
 # On a Mac the kernels run on the GPU; elsewhere on the CPU emulator. The "Break it"
 # cell always uses the emulator.
 

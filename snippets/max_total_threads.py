@@ -13,6 +13,8 @@
 # python snippets/max_total_threads.py
 # ```
 #
+# Download this snippet: [max_total_threads.py](max_total_threads.py).
+#
 # On a Mac the kernels run on the GPU; elsewhere on the CPU emulator. The "Break it"
 # cells always use the emulator, which checks every dispatch against the kernel's bound.
 

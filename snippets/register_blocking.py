@@ -14,6 +14,8 @@
 # python snippets/register_blocking.py
 # ```
 #
+# Download this snippet: [register_blocking.py](register_blocking.py).
+#
 # On a Mac the kernels run on the GPU; elsewhere on the CPU emulator. The "Break it"
 # cell always uses the emulator.
 

@@ -13,6 +13,8 @@
 # python snippets/simdgroup_matrix.py
 # ```
 #
+# Download this snippet: [simdgroup_matrix.py](simdgroup_matrix.py).
+#
 # On a Mac the kernels run on the GPU; elsewhere on the CPU emulator. The "Break it"
 # cell always uses the emulator.
 

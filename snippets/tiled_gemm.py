@@ -13,6 +13,8 @@
 # python snippets/tiled_gemm.py
 # ```
 #
+# Download this snippet: [tiled_gemm.py](tiled_gemm.py).
+#
 # On a Mac the kernels run on the GPU; elsewhere on the CPU emulator. The "Break it"
 # cell always uses the emulator.
 

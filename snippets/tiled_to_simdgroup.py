@@ -13,6 +13,8 @@
 # python snippets/tiled_to_simdgroup.py
 # ```
 #
+# Download this snippet: [tiled_to_simdgroup.py](tiled_to_simdgroup.py).
+#
 # On a Mac the kernels run on the GPU; elsewhere on the CPU emulator. The "Break it"
 # cell always uses the emulator.
 
