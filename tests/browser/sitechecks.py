@@ -512,7 +512,7 @@ def search_results(page, base_url: str, query: str, *, timeout_s: float = 15.0) 
         else:
             stable = 0
         last = first
-        time.sleep(0.2)
+        page.wait_for_timeout(200)  # not time.sleep: Playwright events keep flowing
     return []
 
 

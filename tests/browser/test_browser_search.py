@@ -4,7 +4,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from sitechecks import search_results
+from sitechecks import is_external_request, search_results
 
 pytestmark = pytest.mark.browser
 
@@ -17,7 +17,11 @@ CASES = [
 
 @pytest.mark.parametrize("query, expected", CASES, ids=[q for q, _ in CASES])
 def test_search_returns_the_expected_page_first(page, site, query, expected):
+    requests = []
+    page.on("request", lambda req: requests.append(req.url))
     results = search_results(page, site.base_url, query)
+    external = [u for u in requests if is_external_request(u, site.netloc)]
+    assert not external, f"searching {query!r} requested other hosts: {external}"
     assert results, f"no search results for {query!r}"
     first = urlsplit(results[0]).path
     want = urlsplit(site.url(expected)).path
