@@ -5,6 +5,8 @@ folder and served by a threaded http.server on 127.0.0.1 and a free port. The br
 is Debian's chromium (``/usr/bin/chromium``) driven by Playwright for Python; one
 browser and one context are shared by every test.
 
+Set BROWSER_SITE_DIR to test an already built site instead of building one.
+
 Without chromium the tests skip, except under CI (``CI=true``), where they fail:
 a CI run must never pass by skipping the browser.
 """
@@ -88,7 +90,17 @@ def page(context):
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory, chromium_executable) -> Path:
-    """The real site, built strictly. Depends on chromium so a skip costs no build."""
+    """The real site, built strictly. Depends on chromium so a skip costs no build.
+
+    BROWSER_SITE_DIR may name a site already built from this tree with
+    ``mkdocs build --strict`` (say, by an earlier CI step) to save a second build.
+    """
+    prebuilt = os.environ.get("BROWSER_SITE_DIR")
+    if prebuilt:
+        site_dir = Path(prebuilt)
+        if not (site_dir / "index.html").is_file():
+            pytest.fail(f"BROWSER_SITE_DIR={prebuilt} holds no built site", pytrace=False)
+        return site_dir
     site_dir = tmp_path_factory.mktemp("site")
     try:
         sitechecks.build_site(ROOT / "mkdocs.yml", site_dir, strict=True)
