@@ -306,3 +306,14 @@ def test_real_snippet_whose_diagnostic_escapes_fails_script_and_build(tmp_path: 
     proc = _build(root)
     assert proc.returncode != 0, "the escaped diagnostic must fail the build"
     assert "DataRaceError" in proc.stdout + proc.stderr
+
+
+def test_run_it_index_lists_every_snippet():
+    index = (ROOT / "docs" / "snippets" / "index.md").read_text()
+    for path in SNIPPETS:
+        assert f"[{path.name}]({path.name})" in index, f"docs/snippets/index.md misses {path.name}"
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    run_it = next(entry["Run it"] for entry in nav if isinstance(entry, dict) and "Run it" in entry)
+    listed = {v for item in run_it for v in (item.values() if isinstance(item, dict) else [item])}
+    assert "snippets/index.md" in listed
+    assert {f"snippets/{p.name}" for p in SNIPPETS} <= listed, "a snippet is missing from the nav"
