@@ -220,7 +220,13 @@ static void yield_() {
   swapcontext(&uctx[g.cur->tid], &sched_uc);
 #else
   Fiber* me = g.cur;
-  Fiber* nx = pick();
+  Fiber* nx;
+  if (Lp->schedule == 0 && cursor < N && F[cursor].state == F_READY) {  // lockstep fast path
+    nx = &F[cursor];
+    cursor = cursor + 1 == N ? 0 : cursor + 1;
+  } else {
+    nx = pick();
+  }
   if (nx && nx != me) {  // hand over directly, skipping the scheduler
     g.cur = nx;
     mslemu_switch(&me->sp, nx->sp);
@@ -263,6 +269,7 @@ static void release_barrier() {
 
 void mslemu::barrier(int flags, const char* file, int line) {
   Fiber* f = g.cur;
+  if (f->nq) mma_flush(file, line);
   f->state = F_BARRIER; f->wfile = file; f->wline = line; f->wop = flags;
   if (++barrier_arrived == live) release_barrier();
   else yield_();
@@ -270,9 +277,26 @@ void mslemu::barrier(int flags, const char* file, int line) {
 }
 
 static void complete_sg(uint32_t sg) {
-  Fiber* L[32] = {};
-  Fiber* first = nullptr;
+  Fiber* L[32];
   uint32_t base = sg * 32, n = N - base < 32 ? N - base : 32;
+  if (S[sg].live == n) {  // fast path: the whole simdgroup is live and waiting here
+    Fiber* f0 = &F[base];
+    bool same = true;
+    for (uint32_t i = 0; i < n; ++i) {
+      Fiber* f = f0 + i;
+      L[i] = f;
+      same &= (f->wop == f0->wop) & (f->wline == f0->wline) & (f->wfile == f0->wfile);
+    }
+    if (same) {
+      if (f0->wop != 100) ((CombineFn)f0->cextra)(f0->wop, L, (int)n);
+      else g.sg_sync[sg] = ++g.clock;
+      for (uint32_t i = 0; i < n; ++i) f0[i].state = F_READY;
+      S[sg].arrived = 0;
+      return;
+    }
+  }
+  for (uint32_t i = 0; i < 32; ++i) L[i] = nullptr;
+  Fiber* first = nullptr;
   for (uint32_t i = 0; i < n; ++i) {
     Fiber* f = &F[base + i];
     if (f->state != F_SIMD) continue;
@@ -294,6 +318,7 @@ static void complete_sg(uint32_t sg) {
 
 void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
   Fiber* f = g.cur;
+  if (f->nq && op != 15) mma_flush(file, line);
   f->state = F_SIMD; f->wfile = file; f->wline = line; f->wop = op; f->cextra = (const void*)fn;
   if (++S[f->sg].arrived == S[f->sg].live) complete_sg(f->sg);
   else yield_();
@@ -301,6 +326,114 @@ void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
 }
 
 void mslemu::simd_barrier(const char* file, int line) { collective(100, file, line, nullptr); }
+
+// ------------------------------------------------------------------ deferred simdgroup multiplies
+static const int OP_MMA = 15;
+
+typedef float v8f __attribute__((vector_size(32)));
+#if defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void mm8(const float (*A)[8], const float (*B)[8], const float (*C)[8], float (*D)[8]) {
+  v8f b[8];
+  memcpy(b, B, sizeof b);
+  for (int r = 0; r < 8; ++r) {
+    v8f acc;
+    memcpy(&acc, C[r], sizeof acc);
+    for (int j = 0; j < 8; ++j) acc += A[r][j] * b[j];
+    memcpy(D[r], &acc, sizeof acc);
+  }
+}
+
+static const unsigned char LROW[32] = {0,0,1,1,2,2,3,3,0,0,1,1,2,2,3,3,4,4,5,5,6,6,7,7,4,4,5,5,6,6,7,7};
+static const unsigned char LCOL[32] = {0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6,0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6};
+
+static uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static float mma_out[MMA_QCAP][32][2];
+
+static void flush_combine(int, Fiber** L, int n) {
+  int first = -1;
+  for (int i = 0; i < n; ++i) if (L[i]) { first = i; break; }
+  Fiber* f0 = L[first];
+  uint32_t sg = f0->sg;
+  int nq = f0->nq;
+  for (int i = 0; i < n; ++i)
+    if (L[i] && L[i]->nq != nq) {
+      int k = nq < L[i]->nq ? nq : L[i]->nq;
+      Fiber* longer = nq > L[i]->nq ? f0 : L[i];
+      const LaneOp& o = qop(sg, k, longer->lane);
+      g.cur = nullptr;
+      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lane %d performed %d simdgroup matrix multiplies "
+                            "but lane %d performed %d (the next one is at %s); simdgroup_matrix operations need "
+                            "uniform control flow in the simdgroup", tg_str().c_str(), sg, f0->lane, nq, L[i]->lane,
+                            L[i]->nq, site(o.file, o.line).c_str()));
+    }
+  float A[8][8], B[8][8], C[8][8], D[8][8];
+  bool full = n == 32;
+  for (int i = 0; i < n; ++i) full = full && L[i];
+  for (int q = 0; q < nq; ++q) {
+    const LaneOp* ops = &qop(sg, q, 0);
+    const LaneOp& o0 = ops[first];
+    if (!full) {
+      memset(A, 0, sizeof A); memset(B, 0, sizeof B); memset(C, 0, sizeof C);
+    }
+    for (int i = 0; i < n; ++i) {
+      if (!L[i]) continue;
+      const LaneOp& o = ops[i];
+      if (o.line != o0.line || (o.file != o0.file && strcmp(o.file, o0.file))) {
+        g.cur = nullptr;
+        finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lane %d multiplies at %s while lane %d multiplies "
+                              "at %s; simdgroup_matrix operations need uniform control flow in the simdgroup",
+                              tg_str().c_str(), sg, first, site(o0.file, o0.line).c_str(), i, site(o.file, o.line).c_str()));
+      }
+      int r = LROW[i], c = LCOL[i];
+      const float* a = o.dep[0] >= 0 ? mma_out[o.dep[0]][i] : &o.in[0];
+      const float* b = o.dep[1] >= 0 ? mma_out[o.dep[1]][i] : &o.in[2];
+      const float* cc = o.dep[2] >= 0 ? mma_out[o.dep[2]][i] : &o.in[4];
+      A[r][c] = a[0]; A[r][c + 1] = a[1];
+      B[r][c] = b[0]; B[r][c + 1] = b[1];
+      C[r][c] = cc[0]; C[r][c + 1] = cc[1];
+    }
+    mm8(A, B, C, D);
+    for (int i = 0; i < n; ++i) {
+      int r = LROW[i], c = LCOL[i];
+      float v0 = D[r][c], v1 = D[r][c + 1];
+      // results are rounded to the destination type, as a register of that type would be
+      if (ops[i].td == 1) { v0 = (float)(_Float16)v0; v1 = (float)(_Float16)v1; }
+      else if (ops[i].td == 2) {
+        uint32_t u0 = (uint32_t)to_bf16(v0) << 16, u1 = (uint32_t)to_bf16(v1) << 16;
+        memcpy(&v0, &u0, 4); memcpy(&v1, &u1, 4);
+      }
+      mma_out[q][i][0] = v0; mma_out[q][i][1] = v1;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!L[i]) continue;
+    for (int q = 0; q < nq; ++q) {
+      LaneOp& o = qop(sg, q, i);
+      if (!o.reg_e) continue;
+      float v0 = mma_out[q][i][0], v1 = mma_out[q][i][1];
+      if (o.td == 0) { ((float*)o.reg_e)[0] = v0; ((float*)o.reg_e)[1] = v1; }
+      else if (o.td == 1) { ((_Float16*)o.reg_e)[0] = (_Float16)v0; ((_Float16*)o.reg_e)[1] = (_Float16)v1; }
+      else { ((uint16_t*)o.reg_e)[0] = to_bf16(v0); ((uint16_t*)o.reg_e)[1] = to_bf16(v1); }
+      *o.reg_pend = -1;
+      o.reg_e = nullptr; o.reg_pend = nullptr;
+    }
+    L[i]->nq = 0;
+  }
+}
+
+void mslemu::mma_flush(const char* file, int line) {
+  if (!g.cur->nq) return;
+  collective(OP_MMA, file ? file : "?", line, &flush_combine);
+}
 
 // ------------------------------------------------------------------ memory
 void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name) {
@@ -376,6 +509,7 @@ void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, c
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
   Lp->entry();
+  if (g.cur->nq) mma_flush("(thread exit)", 0);
   Fiber* f = g.cur;
   f->state = F_DONE;
   --live;
@@ -469,7 +603,8 @@ static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
     f->tid = i; f->lane = i % 32; f->sg = i / 32;
     f->pos[0] = i % n[0]; f->pos[1] = (i / n[0]) % n[1]; f->pos[2] = i / (n[0] * n[1]);
     f->state = F_READY;
-    char* top = stacks + (size_t)(i + 1) * (STACK + GUARD);
+    // stagger the stack tops so the fibers' hot frames do not all map to one cache set
+    char* top = stacks + (size_t)(i + 1) * (STACK + GUARD) - (size_t)((i * 7) % 64) * 64;
 #if defined(__x86_64__)
     void** sp = (void**)top;
     *--sp = nullptr;
@@ -563,6 +698,7 @@ static int run_all() {
   if (stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber stacks");
   for (uint32_t i = 0; i < maxn; ++i) mprotect(stacks + (size_t)i * (STACK + GUARD), GUARD, PROT_NONE);
   F = (Fiber*)calloc(maxn, sizeof(Fiber));
+  g.mmaq = (LaneOp*)calloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32, sizeof(LaneOp));
 #ifdef MSLEMU_UCONTEXT
   uctx.resize(maxn);
 #endif

@@ -297,9 +297,15 @@ inline bool simd_is_first(const char* file = __builtin_FILE(), int line = __buil
   uint lane = mslemu::g.cur->lane; return simd_op_<uint>(OP_BROADCAST_FIRST, lane, 0, file, line) == lane; }
 
 // ---------------------------------------------------------------- simdgroup_matrix
+template <class T> constexpr uint8_t elem_tag_() {
+  if constexpr (std::is_same_v<T, _Float16>) return 1;
+  else if constexpr (std::is_same_v<T, mslemu::bfloat>) return 2;
+  else return 0;
+}
 template <class T, int Cols, int Rows> struct simdgroup_matrix {
   static_assert(Cols == 8 && Rows == 8, "only 8x8 simdgroup matrices exist");
   vec<T, 2> e;
+  int32_t pend = -1;  // >= 0: the value is the result of this lane's queued multiply #pend
   MSLEMU_AI static int row() { uint l = mslemu::g.cur->lane; uint q = l / 4; return (q & 4) + (l / 2) % 4; }
   MSLEMU_AI static int col() { uint l = mslemu::g.cur->lane; uint q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
   simdgroup_matrix() = default;
@@ -309,11 +315,33 @@ template <class T, int Cols, int Rows> struct simdgroup_matrix {
     e[0] = r == c ? d : T(0);
     e[1] = r == c + 1 ? d : T(0);
   }
-  MSLEMU_AI vec<T, 2>& thread_elements() { return e; }
-  MSLEMU_AI const vec<T, 2>& thread_elements() const { return e; }
+  MSLEMU_AI void materialize(const char* file = nullptr, int line = 0) const {
+    if (pend >= 0) mslemu::mma_flush(file, line);
+  }
+  MSLEMU_AI void cancel() {
+    if (pend >= 0) {
+      mslemu::Fiber* f = mslemu::g.cur;
+      mslemu::LaneOp& op = mslemu::qop(f->sg, pend, f->lane);
+      op.reg_e = nullptr; op.reg_pend = nullptr;
+      pend = -1;
+    }
+  }
+  MSLEMU_AI simdgroup_matrix(const simdgroup_matrix& o) : pend(-1) { o.materialize(); e = o.e; }
+  MSLEMU_AI simdgroup_matrix& operator=(const simdgroup_matrix& o) {
+    if (this == &o) return *this;
+    o.materialize();
+    cancel();
+    e = o.e;
+    return *this;
+  }
+  MSLEMU_AI ~simdgroup_matrix() { if (pend >= 0) cancel(); }
+  MSLEMU_AI vec<T, 2>& thread_elements(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+    materialize(file, line); return e; }
+  MSLEMU_AI const vec<T, 2>& thread_elements(const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+    materialize(file, line); return e; }
 };
 template <class T, int C, int R> MSLEMU_AI simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T v) {
-  simdgroup_matrix<T, C, R> m; m.e[0] = v; m.e[1] = v; return m; }
+  simdgroup_matrix<T, C, R> m; m.e[0] = v; m.e[1] = v; m.pend = -1; return m; }
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<_Float16, 8, 8> simdgroup_half8x8;
 
@@ -322,6 +350,7 @@ template <class P> MSLEMU_AI auto rd_(const P& p, ptrdiff_t i) { return p[i]; }
 template <class T, int C, int R, class P>
 MSLEMU_AI void simdgroup_load(simdgroup_matrix<T, C, R>& m, const P& src, size_t elements_per_row = C,
                               vec<ulong, 2> origin = vec<ulong, 2>(0), bool transpose = false) {
+  m.cancel();
   int r = m.row(), c = m.col();
   for (int k = 0; k < 2; ++k) {
     size_t rr = transpose ? c + k : r, cc = transpose ? r : c + k;
@@ -331,7 +360,9 @@ MSLEMU_AI void simdgroup_load(simdgroup_matrix<T, C, R>& m, const P& src, size_t
 }
 template <class T, int C, int R, class P>
 MSLEMU_AI void simdgroup_store(const simdgroup_matrix<T, C, R>& m, const P& dst, size_t elements_per_row = C,
-                               vec<ulong, 2> origin = vec<ulong, 2>(0), bool transpose = false) {
+                               vec<ulong, 2> origin = vec<ulong, 2>(0), bool transpose = false,
+                               const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  m.materialize(file, line);
   int r = m.row(), c = m.col();
   for (int k = 0; k < 2; ++k) {
     size_t rr = transpose ? c + k : r, cc = transpose ? r : c + k;
@@ -340,70 +371,38 @@ MSLEMU_AI void simdgroup_store(const simdgroup_matrix<T, C, R>& m, const P& dst,
   }
 }
 
-struct MmaArgs_ { const void* a; const void* b; const void* c; };
-struct LaneRC_ { unsigned char r[32], c[32]; };
-constexpr LaneRC_ lane_rc_() {
-  LaneRC_ t{};
-  for (int i = 0; i < 32; ++i) { int q = i / 4; t.r[i] = (unsigned char)((q & 4) + (i / 2) % 4); t.c[i] = (unsigned char)((q & 2) * 2 + (i % 2) * 2); }
-  return t;
-}
-inline constexpr LaneRC_ lane_rc = lane_rc_();
-template <class TD, class TA, class TB, class TC>
-__attribute__((optimize("O3"))) void mma_combine(int, mslemu::Fiber** L, int n) {
-  float A[8][8], B[8][8], Cm[8][8];
-  bool full = n == 32;
-  for (int i = 0; i < n; ++i) full = full && L[i];
-  if (!full) {
-    for (int r = 0; r < 8; ++r) for (int c = 0; c < 8; ++c) A[r][c] = B[r][c] = Cm[r][c] = 0.0f;
+template <class TD, class TA, class TB, class TC, int C, int R>
+MSLEMU_AI void mma_(simdgroup_matrix<TD, C, R>& d, const simdgroup_matrix<TA, C, R>& a,
+                    const simdgroup_matrix<TB, C, R>& b, const simdgroup_matrix<TC, C, R>* c,
+                    const char* file, int line) {
+  mslemu::Fiber* f = mslemu::g.cur;
+  if (f->nq == mslemu::MMA_QCAP) mslemu::mma_flush(file, line);
+  int q = f->nq++;
+  mslemu::LaneOp& op = mslemu::qop(f->sg, q, f->lane);
+  if (a.pend >= 0) op.dep[0] = (int8_t)a.pend; else { op.dep[0] = -1; op.in[0] = (float)a.e[0]; op.in[1] = (float)a.e[1]; }
+  if (b.pend >= 0) op.dep[1] = (int8_t)b.pend; else { op.dep[1] = -1; op.in[2] = (float)b.e[0]; op.in[3] = (float)b.e[1]; }
+  if (c && c->pend >= 0) op.dep[2] = (int8_t)c->pend;
+  else {
+    op.dep[2] = -1;
+    op.in[4] = c ? (float)c->e[0] : 0.0f; op.in[5] = c ? (float)c->e[1] : 0.0f;
   }
-  for (int i = 0; i < n; ++i) {
-    if (!L[i]) continue;
-    int r = lane_rc.r[i], c = lane_rc.c[i];
-    const MmaArgs_* a = (const MmaArgs_*)L[i]->cin;
-    const TA* pa = (const TA*)a->a; const TB* pb = (const TB*)a->b;
-    A[r][c] = (float)pa[0]; A[r][c + 1] = (float)pa[1];
-    B[r][c] = (float)pb[0]; B[r][c + 1] = (float)pb[1];
-    if (a->c) { const TC* pc = (const TC*)a->c; Cm[r][c] = (float)pc[0]; Cm[r][c + 1] = (float)pc[1]; }
-    else { Cm[r][c] = 0.0f; Cm[r][c + 1] = 0.0f; }
-  }
-  float D[8][8];
-  for (int r = 0; r < 8; ++r) {
-    float acc[8];
-    for (int c = 0; c < 8; ++c) acc[c] = Cm[r][c];
-    for (int j = 0; j < 8; ++j) {
-      float x = A[r][j];
-      for (int c = 0; c < 8; ++c) acc[c] += x * B[j][c];
-    }
-    for (int c = 0; c < 8; ++c) D[r][c] = acc[c];
-  }
-  for (int i = 0; i < n; ++i) {
-    if (!L[i]) continue;
-    int r = lane_rc.r[i], c = lane_rc.c[i];
-    TD* pd = (TD*)L[i]->cout;
-    pd[0] = (TD)D[r][c]; pd[1] = (TD)D[r][c + 1];
-  }
+  op.td = elem_tag_<TD>();
+  op.file = file; op.line = line;
+  d.cancel();
+  d.pend = q;
+  op.reg_e = (void*)&d.e; op.reg_pend = &d.pend;
 }
 template <class TD, class TA, class TB, class TC, int C, int R>
 inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, C, R>& d, const simdgroup_matrix<TA, C, R>& a,
                                           const simdgroup_matrix<TB, C, R>& b, const simdgroup_matrix<TC, C, R>& c,
                                           const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  MmaArgs_ args{&a.e, &b.e, &c.e};
-  vec<TD, 2> out = d.e;
-  mslemu::Fiber* f = mslemu::g.cur;
-  f->cin = &args; f->cout = &out;
-  mslemu::collective(OP_MMA, file, line, &mma_combine<TD, TA, TB, TC>);
-  d.e = out;
+  mma_(d, a, b, &c, file, line);
 }
 template <class TD, class TA, class TB, int C, int R>
 inline void simdgroup_multiply(simdgroup_matrix<TD, C, R>& d, const simdgroup_matrix<TA, C, R>& a,
                                const simdgroup_matrix<TB, C, R>& b,
                                const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  MmaArgs_ args{&a.e, &b.e, nullptr};
-  vec<TD, 2> out = d.e;
-  mslemu::Fiber* f = mslemu::g.cur;
-  f->cin = &args; f->cout = &out;
-  mslemu::collective(OP_MMA, file, line, &mma_combine<TD, TA, TB, TD>);
-  d.e = out;
+  mma_<TD, TA, TB, TD, C, R>(d, a, b, nullptr, file, line);
 }
 
 // ---------------------------------------------------------------- atomics

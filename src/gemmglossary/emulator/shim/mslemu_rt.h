@@ -24,6 +24,21 @@ struct Fiber {
   void* cout;
   int64_t carg;
   const void* cextra;
+  int nq;  // simdgroup-matrix multiplies queued by this lane, not yet computed
+};
+
+// One queued simdgroup_multiply(_accumulate) of one lane. Multiplies are deferred: a lane
+// stages its operands and runs on; the simdgroup meets once ("flush") when some lane needs
+// a result, and the last lane to arrive computes every queued product in order.
+enum { MMA_QCAP = 64 };
+struct LaneOp {
+  float in[6];          // a0 a1 b0 b1 c0 c1 (when not produced by an earlier queued op)
+  int8_t dep[3];        // for a, b, c: index of the queued op that produces it, or -1
+  uint8_t td;           // element type of the result: 0 float, 1 half, 2 bfloat
+  int line;
+  const char* file;
+  void* reg_e;          // where the result goes (the matrix's two elements), or null
+  int32_t* reg_pend;    // the matrix's pending marker, reset when the result is written
 };
 
 typedef void (*CombineFn)(int op, Fiber** lanes, int nlanes);
@@ -50,9 +65,15 @@ struct Ctx {
   void* tgm[32];
   uint64_t tgm_size[32];
   int oob_lenient;
+  LaneOp* mmaq;  // [simdgroup][op][lane]
 };
 
+
+
 extern Ctx g;
+
+void mma_flush(const char* file, int line);
+inline LaneOp& qop(uint32_t sg, int op, uint32_t lane) { return g.mmaq[((size_t)sg * MMA_QCAP + op) * 32 + lane]; }
 
 // runtime services (implemented in runtime.cpp)
 [[noreturn]] void fail(int kind, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
