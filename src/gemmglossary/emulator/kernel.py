@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
 import re
 import subprocess
 import warnings
@@ -21,7 +22,7 @@ MAX_THREADS = 1024
 class MslemuResult(ctypes.Structure):
     _fields_ = [("status", ctypes.c_int32), ("warn", ctypes.c_int32), ("sig", ctypes.c_int32),
                 ("pad", ctypes.c_int32), ("msg", ctypes.c_char * 16384), ("warn_msg", ctypes.c_char * 2048),
-                ("oob_msg", ctypes.c_char * 4096)]
+                ("oob_msg", ctypes.c_char * 4096), ("err_tg", ctypes.c_int64)]
 
 
 class MslemuLaunch(ctypes.Structure):
@@ -31,7 +32,7 @@ class MslemuLaunch(ctypes.Structure):
         ("timeout", ctypes.c_double), ("race_check", ctypes.c_int32), ("isolate", ctypes.c_int32),
         ("buf", ctypes.c_void_p * 32), ("buf_size", ctypes.c_uint64 * 32), ("buf_name", ctypes.c_char_p * 32),
         ("tgm_size", ctypes.c_uint64 * 32), ("entry", ctypes.c_void_p), ("result", ctypes.POINTER(MslemuResult)),
-        ("oob_reads", ctypes.c_int32),
+        ("oob_reads", ctypes.c_int32), ("workers", ctypes.c_int32),
     ]
 
 
@@ -117,13 +118,17 @@ class Kernel:
     # ------------------------------------------------------------------ launch
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
                  threadgroup_memory=None, schedule="lockstep", timeout=60.0, race_check=True, isolate=True,
-                 oob_reads="error"):
+                 oob_reads="error", workers=None):
         """Launch the kernel.
 
         oob_reads: "error" (default) stops at the first access outside a buffer; "warn"
         lets out-of-bounds *reads* return zeros with a PortabilityWarning (some vendored
         kernels read past the edge and discard the values) while any out-of-bounds write
         is still an OutOfBoundsError.
+
+        workers: how many processes share the threadgroups (default: $GEMMGLOSSARY_EMULATOR_WORKERS,
+        else up to 2 CPUs). Results and diagnostics do not depend on it: each threadgroup
+        runs whole in one process, and the error of the lowest-numbered threadgroup is reported.
         """
         if (threads is None) == (threadgroups is None):
             raise LaunchError("give exactly one of threads= (dispatchThreads) or threadgroups= (dispatchThreadgroups)")
@@ -208,6 +213,7 @@ class Kernel:
         if oob_reads not in ("error", "warn"):
             raise LaunchError(f"oob_reads must be 'error' or 'warn', not {oob_reads!r}")
         L.oob_reads = 1 if oob_reads == "warn" else 0
+        L.workers = _workers(workers)
         L.entry = self._entry
         res = MslemuResult.from_buffer(res_mem)
         res.status = -1
@@ -267,6 +273,19 @@ class Kernel:
             return "an unknown location (no line information)"
 
         return re.sub(r"\{\{pc:([0-9a-f]+)\}\}", lambda m: best(m.group(1)), msg)
+
+
+def _workers(w) -> int:
+    if w is None:
+        env = os.environ.get("GEMMGLOSSARY_EMULATOR_WORKERS")
+        if env:
+            return max(1, int(env))
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover
+            n = os.cpu_count() or 1
+        return max(1, min(2, n))
+    return max(1, int(w))
 
 
 def _dims(v, what: str) -> list[int]:

@@ -37,6 +37,7 @@ struct MslemuResult {
   char msg[16384];
   char warn_msg[2048];
   char oob_msg[4096];
+  int64_t err_tg;  // linear index of the threadgroup that failed (-1: none / outside one)
 };
 
 struct MslemuLaunch {
@@ -56,6 +57,7 @@ struct MslemuLaunch {
   void (*entry)(void);
   MslemuResult* result;
   int32_t oob_reads;
+  int32_t workers;
 };
 }
 
@@ -119,6 +121,7 @@ static MslemuLaunch* Lp;
 static MslemuResult* R;
 static uint64_t rng;
 static uint32_t cursor;
+static int worker = 0, nworkers = 1;
 static uintptr_t so_base;
 #ifdef MSLEMU_UCONTEXT
 static std::vector<ucontext_t> uctx;
@@ -690,6 +693,12 @@ static void install_handlers() {
   }
 }
 
+static void* zalloc(size_t n) {
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) finish(E_GENERIC, "out of memory");
+  return p;
+}
+
 static int run_all() {
   install_handlers();
   uint32_t maxn = Lp->tptg[0] * Lp->tptg[1] * Lp->tptg[2];
@@ -697,14 +706,14 @@ static int run_all() {
   stacks = (char*)mmap(nullptr, maxn * (STACK + GUARD), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber stacks");
   for (uint32_t i = 0; i < maxn; ++i) mprotect(stacks + (size_t)i * (STACK + GUARD), GUARD, PROT_NONE);
-  F = (Fiber*)calloc(maxn, sizeof(Fiber));
-  g.mmaq = (LaneOp*)calloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32, sizeof(LaneOp));
+  F = (Fiber*)zalloc(maxn * sizeof(Fiber));
+  g.mmaq = (LaneOp*)zalloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32 * sizeof(LaneOp));
 #ifdef MSLEMU_UCONTEXT
   uctx.resize(maxn);
 #endif
-  g.arena = (char*)aligned_alloc(64, 65536);
+  g.arena = (char*)zalloc(65536);
   g.arena_size = 32768;
-  g.shadow = calloc(32768 / 2 + 8, sizeof(Shadow));
+  g.shadow = zalloc((32768 / 2 + 8) * sizeof(Shadow));
   g.race_check = Lp->race_check;
   g.oob_lenient = Lp->oob_reads;
   g.clock = 1;
@@ -718,9 +727,15 @@ static int run_all() {
     g.grid_origin[i] = 0;
   }
   rng = Lp->seed * 2654435761u + 88172645463325252ull;
+  int64_t lin = 0;
   for (uint32_t z = 0; z < Lp->ntg[2]; ++z)
     for (uint32_t y = 0; y < Lp->ntg[1]; ++y)
-      for (uint32_t x = 0; x < Lp->ntg[0]; ++x) run_threadgroup(x, y, z);
+      for (uint32_t x = 0; x < Lp->ntg[0]; ++x, ++lin) {
+        if (lin % nworkers != worker) continue;
+        R->err_tg = lin;
+        run_threadgroup(x, y, z);
+      }
+  R->err_tg = INT64_MAX;
   for (size_t i = 0; i < sizeof poison; ++i)
     if (poison[i]) {
       g.cur = nullptr;
@@ -731,43 +746,144 @@ static int run_all() {
   return 0;
 }
 
+#include <sys/syscall.h>
+#include <poll.h>
+// fork without running the process's pthread_atfork handlers: numpy's OpenBLAS tears down
+// and restarts its thread pool around every fork(), which costs more than the fork itself.
+// The child only runs this runtime and then _exit()s.
+static pid_t raw_fork() {
+#if defined(__linux__) && defined(SYS_fork)
+  if (!getenv("GEMMGLOSSARY_EMULATOR_LIBC_FORK")) return (pid_t)syscall(SYS_fork);
+#elif defined(__linux__) && defined(SYS_clone)
+  if (!getenv("GEMMGLOSSARY_EMULATOR_LIBC_FORK")) return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+#endif
+  return fork();
+}
+
 extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* L) {
   Lp = L;
   R = L->result;
   Dl_info di;
   if (dladdr((void*)&mslemu_run, &di)) so_base = (uintptr_t)di.dli_fbase;
+  R->err_tg = -1;
   if (!L->isolate) return run_all();
   fflush(stdout); fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) { snprintf(R->msg, sizeof R->msg, "fork failed"); R->status = E_GENERIC; return R->status; }
-  if (pid == 0) {
-    run_all();
-    _exit(0);
+  // Threadgroups are independent: split them over `workers` child processes (interleaved).
+  // Every worker stops at its first error; the error of the lowest threadgroup wins, so the
+  // report does not depend on the number of workers.
+  uint64_t total = (uint64_t)L->ntg[0] * L->ntg[1] * L->ntg[2];
+  int nw = L->workers < 1 ? 1 : L->workers > 16 ? 16 : L->workers;
+  if ((uint64_t)nw > total) nw = (int)(total ? total : 1);
+  MslemuResult* res[16];
+  res[0] = L->result;
+  for (int w = 1; w < nw; ++w) {
+    void* m = mmap(nullptr, sizeof(MslemuResult), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) { nw = w; break; }
+    res[w] = (MslemuResult*)m;
+    memset(res[w], 0, sizeof(MslemuResult));
+    res[w]->status = -1;
+    res[w]->err_tg = -1;
   }
-  int st = 0;
+  pid_t pids[16];
+  int sts[16] = {0};
+  bool done[16] = {false};
+  for (int w = 0; w < nw; ++w) {
+    pid_t pid = raw_fork();
+    if (pid < 0) {
+      for (int k = 0; k < w; ++k) kill(pids[k], SIGKILL);
+      snprintf(R->msg, sizeof R->msg, "fork failed");
+      R->status = E_GENERIC;
+      return R->status;
+    }
+    if (pid == 0) {
+      worker = w; nworkers = nw; R = res[w];
+      run_all();
+      _exit(0);
+    }
+    pids[w] = pid;
+  }
+  int polls = 0, left = nw;
   double waited = 0, limit = L->timeout > 0 ? L->timeout + 10 : 1e30;
-  for (;;) {
-    pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid) break;
-    if (r < 0) break;
-    struct timespec ts{0, 2000000};
-    nanosleep(&ts, nullptr);
-    waited += 0.002;
+  int pfd[16];
+  bool have_pidfd = true;
+#if defined(__linux__) && defined(SYS_pidfd_open)
+  for (int w = 0; w < nw; ++w) {
+    pfd[w] = (int)syscall(SYS_pidfd_open, pids[w], 0);
+    if (pfd[w] < 0) have_pidfd = false;
+  }
+#else
+  have_pidfd = false;
+  for (int w = 0; w < nw; ++w) pfd[w] = -1;
+#endif
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (left) {
+    bool progress = false;
+    for (int w = 0; w < nw; ++w) {
+      if (done[w]) continue;
+      pid_t r = waitpid(pids[w], &sts[w], WNOHANG);
+      if (r == pids[w] || r < 0) { done[w] = true; --left; progress = true; }
+    }
+    if (!left) break;
+    if (progress) continue;
+    if (have_pidfd) {
+      // sleep until a worker exits (or 100 ms pass, to check the time limit)
+      struct pollfd fds[16];
+      int k = 0;
+      for (int w = 0; w < nw; ++w) if (!done[w]) { fds[k].fd = pfd[w]; fds[k].events = POLLIN; fds[k].revents = 0; ++k; }
+      poll(fds, k, 100);
+      struct timespec t1;
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      waited = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    } else {
+      // back off from 20 us to 2 ms: short launches return quickly, long ones cost no CPU
+      long ns = 20000L << (polls < 7 ? polls : 7);
+      if (ns > 2000000L) ns = 2000000L;
+      ++polls;
+      struct timespec ts{0, ns};
+      nanosleep(&ts, nullptr);
+      waited += ns * 1e-9;
+    }
     if (waited > limit) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &st, 0);
+      for (int w = 0; w < nw; ++w) if (!done[w]) { kill(pids[w], SIGKILL); waitpid(pids[w], &sts[w], 0); }
+      for (int w = 0; w < nw; ++w) if (pfd[w] >= 0) close(pfd[w]);
       R->status = E_TIMEOUT;
       snprintf(R->msg, sizeof R->msg, "timeout: the kernel did not finish within %g s and was killed", L->timeout);
       return R->status;
     }
   }
-  if (WIFSIGNALED(st)) {
-    R->status = E_CRASH;
-    R->sig = WTERMSIG(st);
-    snprintf(R->msg, sizeof R->msg, "kernel process died with signal %d (%s)", R->sig, strsignal(R->sig));
-  } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && R->status == 0) {
-    R->status = E_GENERIC;
-    snprintf(R->msg, sizeof R->msg, "kernel process exited with status %d", WEXITSTATUS(st));
+  for (int w = 0; w < nw; ++w) if (pfd[w] >= 0) close(pfd[w]);
+  for (int w = 0; w < nw; ++w) {
+    MslemuResult* X = res[w];
+    int st = sts[w];
+    if (WIFSIGNALED(st)) {
+      X->status = E_CRASH;
+      X->sig = WTERMSIG(st);
+      snprintf(X->msg, sizeof X->msg, "kernel process died with signal %d (%s)", X->sig, strsignal(X->sig));
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && X->status <= 0) {
+      X->status = E_GENERIC;
+      snprintf(X->msg, sizeof X->msg, "kernel process exited with status %d", WEXITSTATUS(st));
+    } else if (X->status < 0) {
+      X->status = E_GENERIC;
+      snprintf(X->msg, sizeof X->msg, "kernel process ended without a result");
+    }
   }
+  // merge into res[0]
+  int best = -1;
+  for (int w = 0; w < nw; ++w)
+    if (res[w]->status != 0 && (best < 0 || res[w]->err_tg < res[best]->err_tg)) best = w;
+  int warn_from = -1, oob_from = -1;
+  for (int w = 0; w < nw; ++w) {
+    if (res[w]->warn && warn_from < 0) warn_from = w;
+    if (res[w]->oob_msg[0] && oob_from < 0) oob_from = w;
+  }
+  if (best > 0) {
+    R->status = res[best]->status; R->sig = res[best]->sig; R->err_tg = res[best]->err_tg;
+    memcpy(R->msg, res[best]->msg, sizeof R->msg);
+  }
+  if (warn_from > 0) { R->warn = res[warn_from]->warn; memcpy(R->warn_msg, res[warn_from]->warn_msg, sizeof R->warn_msg); }
+  if (oob_from > 0) memcpy(R->oob_msg, res[oob_from]->oob_msg, sizeof R->oob_msg);
+  if (best < 0) R->status = 0;
+  for (int w = 1; w < nw; ++w) munmap(res[w], sizeof(MslemuResult));
   return R->status;
 }

@@ -415,26 +415,47 @@ typedef atomic<bool> atomic_bool;
 template <class P> MSLEMU_AI auto* atom_raw_(const P& p) {
   if constexpr (mslemu::is_ptr<P>::value) return p.check(mslemu::here()); else return p;
 }
+// Device memory is shared by the worker processes, so atomics are real atomics.
+template <class T, class F> MSLEMU_AI T atomic_rmw_(T* v, F f) {
+  if constexpr (std::is_integral_v<T> && sizeof(T) >= 4) {
+    T old = __atomic_load_n(v, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(v, &old, f(old), true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {}
+    return old;
+  } else if constexpr (sizeof(T) == 4) {
+    uint32_t* u = (uint32_t*)v;
+    uint32_t ob = __atomic_load_n(u, __ATOMIC_RELAXED);
+    for (;;) {
+      T o; memcpy(&o, &ob, 4);
+      T n = f(o);
+      uint32_t nb; memcpy(&nb, &n, 4);
+      if (__atomic_compare_exchange_n(u, &ob, nb, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return o;
+    }
+  } else {
+    T o = *v; *v = f(o); return o;
+  }
+}
 #define MSLEMU_AT(name, expr) \
   template <class P, class U> MSLEMU_AI auto name(const P& p, U val, memory_order = memory_order_relaxed) { \
-    auto* a = atom_raw_(p); auto old = a->v; using T = decltype(old); (void)val; expr; return old; }
-MSLEMU_AT(atomic_fetch_add_explicit, a->v = (T)(old + (T)val))
-MSLEMU_AT(atomic_fetch_sub_explicit, a->v = (T)(old - (T)val))
-MSLEMU_AT(atomic_fetch_max_explicit, a->v = old < (T)val ? (T)val : old)
-MSLEMU_AT(atomic_fetch_min_explicit, a->v = (T)val < old ? (T)val : old)
-MSLEMU_AT(atomic_fetch_and_explicit, a->v = (T)(old & (T)val))
-MSLEMU_AT(atomic_fetch_or_explicit, a->v = (T)(old | (T)val))
-MSLEMU_AT(atomic_fetch_xor_explicit, a->v = (T)(old ^ (T)val))
-MSLEMU_AT(atomic_exchange_explicit, a->v = (T)val)
+    auto* a = atom_raw_(p); using T = decltype(a->v); T x = (T)val; (void)x; \
+    return atomic_rmw_(&a->v, [&](T old) -> T { return (T)(expr); }); }
+MSLEMU_AT(atomic_fetch_add_explicit, old + x)
+MSLEMU_AT(atomic_fetch_sub_explicit, old - x)
+MSLEMU_AT(atomic_fetch_max_explicit, old < x ? x : old)
+MSLEMU_AT(atomic_fetch_min_explicit, x < old ? x : old)
+MSLEMU_AT(atomic_fetch_and_explicit, old & x)
+MSLEMU_AT(atomic_fetch_or_explicit, old | x)
+MSLEMU_AT(atomic_fetch_xor_explicit, old ^ x)
+MSLEMU_AT(atomic_exchange_explicit, x)
 #undef MSLEMU_AT
-template <class P> MSLEMU_AI auto atomic_load_explicit(const P& p, memory_order = memory_order_relaxed) { return atom_raw_(p)->v; }
+template <class P> MSLEMU_AI auto atomic_load_explicit(const P& p, memory_order = memory_order_relaxed) {
+  auto* a = atom_raw_(p); using T = decltype(a->v); T r; __atomic_load(&a->v, &r, __ATOMIC_SEQ_CST); return r; }
 template <class P, class U> MSLEMU_AI void atomic_store_explicit(const P& p, U v, memory_order = memory_order_relaxed) {
-  auto* a = atom_raw_(p); a->v = (decltype(a->v))v; }
+  auto* a = atom_raw_(p); using T = decltype(a->v); T x = (T)v; __atomic_store(&a->v, &x, __ATOMIC_SEQ_CST); }
 template <class P, class E, class U>
 MSLEMU_AI bool atomic_compare_exchange_weak_explicit(const P& p, E* expected, U desired, memory_order = memory_order_relaxed, memory_order = memory_order_relaxed) {
-  auto* a = atom_raw_(p);
-  if (a->v == *expected) { a->v = (decltype(a->v))desired; return true; }
-  *expected = a->v; return false;
+  auto* a = atom_raw_(p); using T = decltype(a->v); T d = (T)desired; T e = (T)*expected;
+  bool ok = __atomic_compare_exchange(&a->v, &e, &d, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  *expected = (E)e; return ok;
 }
 }  // namespace metal
 
