@@ -80,3 +80,30 @@ def test_tiled_gemm_oversized_threadgroup_rejected():
     with pytest.raises(LaunchError, match="128"):
         k(np.zeros(1, np.float32), np.zeros(1, np.float32), np.zeros(1, np.float32),
           np.zeros(1, GP), threadgroups=(1, 1, 1), threads_per_threadgroup=(256, 1, 1))
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["first-barrier", "second-barrier"])
+@pytest.mark.parametrize("schedule", ["lockstep", "simdgroup-major", ("random", 3)], ids=str)
+def test_matmul_tiled_without_a_barrier_is_a_race(tmp_path, which, schedule):
+    """Deleting either barrier of matmul_tiled's K loop is reported, under every schedule,
+    naming the staging store and the multiply's read."""
+    from gemmglossary.emulator import DataRaceError
+
+    src = _path("matmul_tiled").read_text().splitlines(keepends=True)
+    barriers = [i for i, l in enumerate(src) if "threadgroup_barrier(" in l and not l.lstrip().startswith("//")]
+    assert len(barriers) == 2
+    src[barriers[which]] = "\n"  # same line count, so line numbers stay put
+    f = tmp_path / "matmul_tiled.metal"
+    f.write_text("".join(src))
+    store_lines = [i + 1 for i, l in enumerate(src) if "tileA[lid.y][lid.x] =" in l or "tileB[lid.y][lid.x] =" in l]
+    read_line = next(i + 1 for i, l in enumerate(src) if "acc +=" in l)
+    k = load_kernel(f, "matmul_tiled")
+    n = 40
+    A, B = _mats(n, n, n)
+    C = np.zeros((n, n), np.float32)
+    with pytest.raises(DataRaceError) as e:
+        k(A, B, C, n, n, n, threadgroups=(3, 3, 1), threads_per_threadgroup=(16, 16, 1), schedule=schedule)
+    msg = str(e.value)
+    assert any(f"{f}:{ln}" in msg for ln in store_lines), msg
+    assert f"{f}:{read_line}" in msg, msg
+    assert np.all(C == 0)
