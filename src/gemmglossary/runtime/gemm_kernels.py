@@ -105,7 +105,7 @@ class GemmRun:
 
 def tolerance(K: int) -> float:
     """Max abs error accepted for float32 inputs uniform in [-1, 1] and reduction depth K."""
-    return 1e-5 * max(1.0, math.sqrt(K)) * 10
+    return 2e-5 * max(1.0, math.sqrt(K))
 
 
 def random_problem(M: int, N: int, K: int, seed: int = 0, beta: float = 0.0):
