@@ -162,3 +162,16 @@ def test_bfloat16_through_mlx(backend_name):
              output_dtypes=[mx.bfloat16])
     assert b.dtype == mx.bfloat16
     assert mx.array_equal(b, a * 2).item()
+
+
+def test_emulator_diagnostics_name_lines_of_the_generated_source(monkeypatch):
+    from gemmglossary.emulator import OutOfBoundsError
+
+    monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "emulator")
+    k = gg.metal_kernel("oob", ["a"], ["b"], "uint i = thread_position_in_grid.x;\nb[i] = a[i + 1];")
+    with pytest.raises(OutOfBoundsError) as info:
+        k(inputs=[np.zeros(8, np.float32)], grid=(8, 1, 1), threadgroup=(8, 1, 1),
+          output_shapes=[(8,)], output_dtypes=[np.float32])
+    # line 6 of the source verbose=True prints: signature (4 lines), then the body
+    assert "/metal_kernel/custom_kernel_oob_float_float.metal:6" in str(info.value)
+    assert k.last_source.split("\n")[5] == "b[i] = a[i + 1];"

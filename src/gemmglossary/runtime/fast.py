@@ -142,8 +142,11 @@ class EmulatedMetalKernel:
             from .. import paths
             from ..emulator import load_kernel as emulator_load_kernel
 
+            # `#line`: diagnostics count lines of the generated source (what verbose=True prints)
+            marker = f'#line 1 "/metal_kernel/{generated.name}.metal"\n'
             self._compiled[key] = emulator_load_kernel(
-                MLX_PRELUDE + generated.source, generated.name, include_dirs=[str(paths.vendor_dir())]
+                MLX_PRELUDE + marker + generated.source, generated.name,
+                include_dirs=[str(paths.vendor_dir())],
             )
         return self._compiled[key]
 
