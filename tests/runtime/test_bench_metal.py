@@ -32,3 +32,12 @@ def test_bench_runs_on_apple(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "mx.matmul" in text and "!" not in text.split("(! =")[0]
     assert out.exists()
+
+
+def test_routed_from_the_cli(capsys):
+    from gemmglossary.cli import main as cli_main
+
+    if metal_status()[0]:
+        pytest.skip("this machine has an Apple GPU: the benchmark would really run")
+    assert cli_main(["bench", "metal"]) == 0
+    assert "cannot measure GPU speed here" in capsys.readouterr().out
