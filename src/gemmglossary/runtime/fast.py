@@ -240,12 +240,15 @@ class MLXMetalKernel:
         want_mlx = any(_is_mlx_array(x) for x in inputs)
         mx_inputs = [x if _is_mlx_array(x) or isinstance(x, (bool, int, float)) else mx.array(np.asarray(x))
                      for x in inputs]
-        dtypes = [d if str(d).startswith("mlx.core.") else getattr(mx, "bool_" if ms.dtype_name(d) == "bool"
-                                                                     else ms.dtype_name(d))
-                  for d in output_dtypes]
+        def mx_dtype(d):
+            if str(d).startswith("mlx.core."):
+                return d
+            name = ms.dtype_name(d)
+            return getattr(mx, "bool_" if name == "bool" else name)
+
+        dtypes = [mx_dtype(d) for d in output_dtypes]
         if template is not None:
-            template = [(n, v if isinstance(v, (bool, int)) or str(v).startswith("mlx.core.")
-                         else getattr(mx, ms.dtype_name(v))) for n, v in template]
+            template = [(n, v if isinstance(v, (bool, int)) else mx_dtype(v)) for n, v in template]
         kwargs = dict(inputs=mx_inputs, output_shapes=[tuple(s) for s in output_shapes],
                       output_dtypes=dtypes, grid=tuple(grid), threadgroup=tuple(threadgroup),
                       template=template, init_value=init_value, verbose=verbose)
