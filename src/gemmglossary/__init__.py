@@ -23,4 +23,11 @@ def metal_kernel(*args, **kwargs):
     return _metal_kernel(*args, **kwargs)
 
 
-__all__ = ["load_kernel", "metal_kernel", "__version__"]
+def backend() -> str:
+    """The backend kernels run on here: ``"metal"`` or ``"emulator"`` (see the runtime)."""
+    from .runtime import backend as _backend
+
+    return _backend()
+
+
+__all__ = ["backend", "load_kernel", "metal_kernel", "__version__"]
