@@ -495,7 +495,8 @@ void* mslemu::oob(const void* pc, const void* p, const void* lo, const void* hi,
   finish(E_OOB, m);
 }
 
-void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, const void* pc_other) {
+void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, uint32_t pc_other_off) {
+  const void* pc_other = (const void*)(g.pc_base + pc_other_off);
   const void *lo, *hi;
   const char* name = buffer_name_for(p, &lo, &hi);
   long long off = (const char*)p - (const char*)lo;
@@ -715,6 +716,7 @@ static int run_all() {
   g.arena_size = 32768;
   g.shadow = zalloc((32768 / 2 + 8) * sizeof(Shadow));
   g.race_check = Lp->race_check;
+  g.pc_base = so_base;
   g.oob_lenient = Lp->oob_reads;
   g.clock = 1;
   for (int i = 0; i < 32; ++i) {

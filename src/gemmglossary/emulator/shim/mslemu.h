@@ -35,28 +35,31 @@ MSLEMU_AI bool stale(uint32_t stamp, uint16_t tid_other, uint32_t tid_now) {
   if ((tid_other >> 5) == (tid_now >> 5) && stamp < g.sg_sync[tid_now >> 5]) return true;
   return false;
 }
+MSLEMU_AI uint32_t pcoff(const void* pc) { return (uint32_t)((uintptr_t)pc - g.pc_base); }
 MSLEMU_AI void tg_read(const void* p, const void* pc) {
   if (!g.race_check) return;
   Shadow& s = shadow_of(p);
   uint32_t t = g.cur->tid;
-  if (s.w_tid != t && s.w_stamp && !stale(s.w_stamp, s.w_tid, t)) race(1, p, pc, s.w_tid, s.w_pc);
-  if (s.r_stamp == 0 || s.r_tid == t || stale(s.r_stamp, s.r_tid, t)) {
-    if (s.r_tid != t || s.r_stamp == 0 || stale(s.r_stamp, s.r_tid, t)) s.multi = 0;
-    s.r_tid = (uint16_t)t; s.r_stamp = g.clock; s.r_pc = pc;
-  } else if (!s.multi) {
-    s.multi = 1; s.r2_tid = (uint16_t)t; s.r2_pc = pc;
+  // a write by another thread since the last barrier?
+  if (__builtin_expect(s.w_stamp >= g.tg_sync, 0) && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t))
+    race(1, p, pc, s.w_tid, s.w_pc);
+  // remember up to two readers since the last barrier
+  if (s.r_stamp >= g.tg_sync) {
+    if (s.r_tid == t || s.multi) return;
+    if (!stale(s.r_stamp, s.r_tid, t)) { s.multi = 1; s.r2_tid = (uint16_t)t; s.r2_pc = pcoff(pc); return; }
   }
+  s.multi = 0; s.r_tid = (uint16_t)t; s.r_stamp = g.clock; s.r_pc = pcoff(pc);
 }
 MSLEMU_AI void tg_write(const void* p, const void* pc) {
   if (!g.race_check) return;
   Shadow& s = shadow_of(p);
   uint32_t t = g.cur->tid;
-  if (s.w_tid != t && s.w_stamp && !stale(s.w_stamp, s.w_tid, t)) race(2, p, pc, s.w_tid, s.w_pc);
-  if (s.r_stamp && !stale(s.r_stamp, s.r_tid, t)) {
+  if (s.w_stamp >= g.tg_sync && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t)) race(2, p, pc, s.w_tid, s.w_pc);
+  if (s.r_stamp >= g.tg_sync && !stale(s.r_stamp, s.r_tid, t)) {
     if (s.r_tid != t) race(3, p, pc, s.r_tid, s.r_pc);
     if (s.multi && s.r2_tid != t) race(3, p, pc, s.r2_tid, s.r2_pc);
   }
-  s.w_tid = (uint16_t)t; s.w_stamp = g.clock; s.w_pc = pc;
+  s.w_tid = (uint16_t)t; s.w_stamp = g.clock; s.w_pc = pcoff(pc);
 }
 
 // ---------------------------------------------------------------- address spaces
@@ -84,6 +87,23 @@ template <class T> struct tg_ref {
 };
 template <class T> struct is_tg_ref : std::false_type {};
 template <class T> struct is_tg_ref<tg_ref<T>> : std::true_type {};
+
+template <class T> struct is_vec_like : std::false_type {};
+// threadgroup objects of class type (e.g. MLX's ReadVector): whole-object reads and writes
+template <class T> struct tg_obj_ref {
+  T* p;
+  MSLEMU_AI static void rd(const void* q, const void* pc) {
+    for (size_t k = 0; k < sizeof(T); k += 2) tg_read((const char*)q + k, pc);
+  }
+  MSLEMU_AI static void wr(const void* q, const void* pc) {
+    for (size_t k = 0; k < sizeof(T); k += 2) tg_write((const char*)q + k, pc);
+  }
+  MSLEMU_AI operator T() const { rd(p, here()); return *p; }
+  MSLEMU_AI const tg_obj_ref& operator=(const T& v) const { T t = v; wr(p, here()); *p = t; return *this; }
+  MSLEMU_AI const tg_obj_ref& operator=(const tg_obj_ref& o) const { T t = (T)o; wr(p, here()); *p = t; return *this; }
+  MSLEMU_AI T* operator->() const { rd(p, here()); return p; }
+  ptr<3, T> operator&() const;
+};
 
 template <int A, class T> struct ptr {
   T* p;
@@ -130,6 +150,8 @@ template <int A, class T> struct ptr {
   MSLEMU_AI decltype(auto) operator[](ptrdiff_t i) const {
     T* q = check_at(i, here());
     if constexpr (A == AS_THREADGROUP && is_arith_v<T>) return tg_ref<T>{q};
+    else if constexpr (A == AS_THREADGROUP && std::is_class_v<T> && !is_vec_like<std::remove_cv_t<T>>::value)
+      return tg_obj_ref<T>{q};
     else if constexpr (A == AS_THREADGROUP) { tg_read(q, here()); return (T&)*q; }
     else return (T&)*q;
   }
@@ -157,6 +179,7 @@ template <int A, class T> struct ptr {
   MSLEMU_AI bool operator!=(std::nullptr_t) const { return p != nullptr; }
 };
 
+template <class T> ptr<AS_THREADGROUP, T> tg_obj_ref<T>::operator&() const { return ptr<AS_THREADGROUP, T>((T*)p); }
 template <class T> MSLEMU_AI ptr<AS_THREADGROUP, T> tg_ref<T>::operator&() const {
   return ptr<AS_THREADGROUP, T>((T*)p);
 }

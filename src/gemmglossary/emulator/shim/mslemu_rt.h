@@ -66,6 +66,7 @@ struct Ctx {
   uint64_t tgm_size[32];
   int oob_lenient;
   LaneOp* mmaq;  // [simdgroup][op][lane]
+  uintptr_t pc_base;
 };
 
 
@@ -83,7 +84,7 @@ void collective(int op, const char* file, int line, CombineFn fn);
 void* tg_alloc(uint64_t bytes, uint64_t align, const char* name);
 void* oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem,
                       const char* name, int write);
-[[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, const void* pc_other);
+[[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
 const char* buffer_name_for(const void* p, const void** lo, const void** hi);
 
 enum ErrKind {
@@ -91,12 +92,10 @@ enum ErrKind {
   E_TIMEOUT = 15, E_CRASH = 16, E_LAUNCH = 17
 };
 
-struct Shadow {
+struct alignas(32) Shadow {
   uint32_t w_stamp, r_stamp;
   uint16_t w_tid, r_tid, r2_tid, multi;
-  const void* w_pc;
-  const void* r_pc;
-  const void* r2_pc;
+  uint32_t w_pc, r_pc, r2_pc;  // code offsets from Ctx::pc_base
 };
 
 __attribute__((always_inline)) inline const void* here() {

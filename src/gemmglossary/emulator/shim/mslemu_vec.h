@@ -130,6 +130,7 @@ MSLEMU_VTYPES(float, float)
 typedef float packed_float2_[2];
 
 namespace mslemu {
+template <class T_, int N> struct is_vec_like<metal::vec<T_, N>> : std::true_type {};
 template <class X> struct vecinfo { static constexpr int n = 1; using T = X; };
 template <class T_, int N> struct vecinfo<metal::vec<T_, N>> { static constexpr int n = N; using T = T_; };
 }  // namespace mslemu
