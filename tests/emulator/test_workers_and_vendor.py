@@ -127,3 +127,26 @@ def test_mlx_steel_gemm(shape):
     p["gemm_k_iterations_aligned"] = K // bk
     k({0: a, 1: b, 3: d, 4: p.tobytes()}, threadgroups=(tn, tm, 1), threads_per_threadgroup=(32, 2, 2))
     np.testing.assert_allclose(d, a.astype(np.float64) @ b, atol=1e-4)
+
+
+UNINIT = """#include <metal_stdlib>
+using namespace metal;
+
+kernel void uninit(device float* out [[buffer(0)]], uint tid [[thread_index_in_threadgroup]],
+                   ushort q [[thread_index_in_quadgroup]], ushort qg [[quadgroup_index_in_threadgroup]]) {
+  threadgroup float s[64];
+  if (tid < 32) s[tid] = 1.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[tid] = s[63 - tid] + 10.0f * q + 100.0f * qg;  // threads 0-31 read what nobody wrote
+}
+"""
+
+
+def test_reading_unwritten_threadgroup_memory_warns():
+    k = load_kernel(UNINIT, "uninit")
+    out = np.zeros(64, np.float32)
+    with pytest.warns(PortabilityWarning, match=r"before any thread of the threadgroup wrote it") as w:
+        k(out, threads=64, threads_per_threadgroup=64)
+    assert "<source>:9" in str(w[0].message)
+    t = np.arange(64)
+    assert np.array_equal(out, np.where(63 - t < 32, 1.0, 0.0) + 10 * (t % 4) + 100 * (t // 4))

@@ -22,7 +22,8 @@ MAX_THREADS = 1024
 class MslemuResult(ctypes.Structure):
     _fields_ = [("status", ctypes.c_int32), ("warn", ctypes.c_int32), ("sig", ctypes.c_int32),
                 ("pad", ctypes.c_int32), ("msg", ctypes.c_char * 16384), ("warn_msg", ctypes.c_char * 2048),
-                ("oob_msg", ctypes.c_char * 4096), ("err_tg", ctypes.c_int64)]
+                ("oob_msg", ctypes.c_char * 4096), ("err_tg", ctypes.c_int64),
+                ("uninit_msg", ctypes.c_char * 2048)]
 
 
 class MslemuLaunch(ctypes.Structure):
@@ -223,6 +224,9 @@ class Kernel:
             if res.warn:
                 warnings.warn(PortabilityWarning(f"kernel '{self.name}': {res.warn_msg.decode(errors='replace')}"),
                               stacklevel=2)
+            if res.uninit_msg and status == 0 and res.status == 0:
+                warnings.warn(PortabilityWarning(
+                    f"kernel '{self.name}': " + self._symbolize(res.uninit_msg.decode(errors="replace"))), stacklevel=2)
             if res.oob_msg and status == 0 and res.status == 0:
                 warnings.warn(PortabilityWarning(
                     f"kernel '{self.name}' read outside a buffer (the reads returned 0): "

@@ -22,7 +22,8 @@ ATTR_KINDS = {
     "threads_per_threadgroup": 13, "threadgroups_per_grid": 14, "threads_per_grid": 15,
     "thread_index_in_threadgroup": 16, "thread_index_in_simdgroup": 17, "simdgroup_index_in_threadgroup": 18,
     "simdgroups_per_threadgroup": 19, "thread_execution_width": 20, "threads_per_simdgroup": 20,
-    "grid_origin": 21,
+    "grid_origin": 21, "thread_index_in_quadgroup": 22, "quadgroup_index_in_threadgroup": 23,
+    "quadgroups_per_threadgroup": 24,
 }
 # position/size vectors that must agree in arity (Apple's compiler rule)
 VECTOR_ATTRS = {"thread_position_in_grid", "thread_position_in_threadgroup", "threadgroup_position_in_grid",

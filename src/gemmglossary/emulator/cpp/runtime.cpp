@@ -37,7 +37,8 @@ struct MslemuResult {
   char msg[16384];
   char warn_msg[2048];
   char oob_msg[4096];
-  int64_t err_tg;  // linear index of the threadgroup that failed (-1: none / outside one)
+  int64_t err_tg;
+  char uninit_msg[2048];  // linear index of the threadgroup that failed (-1: none / outside one)
 };
 
 struct MslemuLaunch {
@@ -510,6 +511,19 @@ void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, u
   finish(E_RACE, m);
 }
 
+void mslemu::uninit_read(const void* p, const void* pc) {
+  static uint64_t reported_gen = 0;
+  if (R->uninit_msg[0] || reported_gen == g.tg_gen + 1) return;
+  reported_gen = g.tg_gen + 1;
+  const void *lo, *hi;
+  const char* name = buffer_name_for(p, &lo, &hi);
+  std::string m = fmt("%s reads threadgroup memory '%s' (byte offset %lld) at ", th_str(g.cur).c_str(), name,
+                      (long long)((const char*)p - (const char*)lo)) + pcs(pc) + " in " + tg_str() +
+                  " before any thread of the threadgroup wrote it; threadgroup memory starts with undefined contents "
+                  "on a GPU (the emulator gives 0)";
+  snprintf(R->uninit_msg, sizeof R->uninit_msg, "%s", m.c_str());
+}
+
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
   Lp->entry();
@@ -598,6 +612,7 @@ static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
   }
   memset(g.arena, 0, 32768);
   g.tg_sync = ++g.clock;
+  g.tg_start = g.clock;
   for (int i = 0; i < 32; ++i) g.sg_sync[i] = g.clock;
   live = N; barrier_arrived = 0; cursor = 0;
   for (uint32_t s = 0; s < g.nsg; ++s) { S[s].live = N - s * 32 < 32 ? N - s * 32 : 32; S[s].arrived = 0; }
@@ -885,6 +900,8 @@ extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* L
   }
   if (warn_from > 0) { R->warn = res[warn_from]->warn; memcpy(R->warn_msg, res[warn_from]->warn_msg, sizeof R->warn_msg); }
   if (oob_from > 0) memcpy(R->oob_msg, res[oob_from]->oob_msg, sizeof R->oob_msg);
+  for (int w = 1; w < nw && !R->uninit_msg[0]; ++w)
+    if (res[w]->uninit_msg[0]) memcpy(R->uninit_msg, res[w]->uninit_msg, sizeof R->uninit_msg);
   if (best < 0) R->status = 0;
   for (int w = 1; w < nw; ++w) munmap(res[w], sizeof(MslemuResult));
   return R->status;

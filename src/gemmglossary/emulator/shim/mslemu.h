@@ -43,6 +43,7 @@ MSLEMU_AI void tg_read(const void* p, const void* pc) {
   // a write by another thread since the last barrier?
   if (__builtin_expect(s.w_stamp >= g.tg_sync, 0) && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t))
     race(1, p, pc, s.w_tid, s.w_pc);
+  if (__builtin_expect(s.w_stamp < g.tg_start, 0)) uninit_read(p, pc);
   // remember up to two readers since the last barrier
   if (s.r_stamp >= g.tg_sync) {
     if (s.r_tid == t || s.multi) return;

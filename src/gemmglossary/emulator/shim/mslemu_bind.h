@@ -5,7 +5,8 @@ namespace mslemu {
 
 enum ParamKind {
   P_NONE = 0, P_BUFFER = 1, P_TGMEM = 2,
-  P_TPIG = 10, P_TPITG, P_TGPIG, P_TPTG, P_TGPG, P_TPG, P_TIITG, P_LANE, P_SGITG, P_SGPTG, P_WIDTH, P_ORIGIN
+  P_TPIG = 10, P_TPITG, P_TGPIG, P_TPTG, P_TGPG, P_TPG, P_TIITG, P_LANE, P_SGITG, P_SGPTG, P_WIDTH, P_ORIGIN,
+  P_QLANE, P_QGITG, P_QGPTG
 };
 
 struct ParamDesc { int kind; int index; const char* name; bool gate; };
@@ -58,6 +59,9 @@ template <class A> MSLEMU_AI A bind(const ParamDesc& d) {
     case P_SGPTG: v[0] = g.nsg; break;
     case P_WIDTH: v[0] = 32; break;
     case P_ORIGIN: break;
+    case P_QLANE: v[0] = f->tid % 4; break;
+    case P_QGITG: v[0] = f->tid / 4; break;
+    case P_QGPTG: v[0] = (g.nthreads + 3) / 4; break;
     default: break;
   }
   if constexpr (is_ptr<B>::value || std::is_class_v<B> && vecinfo<B>::n == 1) {

@@ -67,6 +67,7 @@ struct Ctx {
   int oob_lenient;
   LaneOp* mmaq;  // [simdgroup][op][lane]
   uintptr_t pc_base;
+  uint32_t tg_start;  // clock value when the current threadgroup started
 };
 
 
@@ -85,6 +86,7 @@ void* tg_alloc(uint64_t bytes, uint64_t align, const char* name);
 void* oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem,
                       const char* name, int write);
 [[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
+void uninit_read(const void* p, const void* pc);
 const char* buffer_name_for(const void* p, const void** lo, const void** hi);
 
 enum ErrKind {
