@@ -307,3 +307,30 @@ def test_defines_and_parameters_introspection():
     k(o, threads=3, threads_per_threadgroup=3)
     assert np.all(o == 4.5)
     assert k.parameters == [("o", "buffer", 1, "device float *"), ("i", "thread_position_in_grid", None, "uint")]
+
+
+def test_pointers_and_vector_buffers(conformance):
+    v = np.arange(6 * 4, dtype=np.float32).reshape(6, 4)
+    out = np.zeros(4, np.float32)
+    conformance("pointers")(v, out, 6, threads=1, threads_per_threadgroup=1)
+    assert out.tolist() == [v[:, 0].sum(), v[1, 1] + v[5, 3], 23, v[2, 0]]
+
+
+def test_simd_functions_on_vectors_and_half_and_simdgroup_barrier(conformance):
+    out2 = np.zeros((32, 2), np.float32)
+    outh = np.zeros(32, np.float16)
+    outb = np.zeros(32, np.float32)
+    conformance("simd_types")(out2, outh, outb, threads=32, threads_per_threadgroup=32)
+    lanes = np.arange(32, dtype=np.float32)
+    v = np.stack([lanes, 2 * lanes], axis=1)
+    down = np.concatenate([v[1:], v[31:]])  # shuffle_down: the last lane keeps its own value
+    np.testing.assert_array_equal(out2, down + v.sum(axis=0))
+    assert np.all(outh == np.float16(15.5))
+    np.testing.assert_array_equal(outb, lanes[::-1])
+
+
+def test_race_inside_a_simdgroup(conformance):
+    from gemmglossary.emulator import DataRaceError
+
+    with pytest.raises(DataRaceError):
+        conformance("simd_race")(np.zeros(32, np.float32), threads=32, threads_per_threadgroup=32)

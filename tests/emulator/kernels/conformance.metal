@@ -251,3 +251,38 @@ kernel void spaces(device float* out [[buffer(0)]],
     out[4] = c[1] * prm.scale + prm.n;
   }
 }
+
+// pointers: arithmetic, comparison, casts between element types, float4 in device memory
+kernel void pointers(device const float4* v [[buffer(0)]],
+                     device float* out [[buffer(1)]],
+                     constant uint& n [[buffer(2)]]) {
+  device const float* f = (device const float*)v;
+  float s = 0.0f;
+  for (device const float* p = f; p < f + n * 4; p += 4) s += *p;  // x components
+  out[0] = s;
+  out[1] = v[1].y + v[n - 1].w;
+  device const float* last = &f[n * 4 - 1];
+  out[2] = (float)(last - f);
+  out[3] = *reinterpret_cast<device const float*>(v + 2);
+}
+
+// simd-group functions on vector and half values; simdgroup_barrier orders threadgroup
+// memory inside one simdgroup
+kernel void simd_types(device float2* out2 [[buffer(0)]],
+                       device half* outh [[buffer(1)]],
+                       device float* outb [[buffer(2)]],
+                       ushort lane [[thread_index_in_simdgroup]]) {
+  threadgroup float s[32];
+  float2 v = float2(lane, 2 * lane);
+  out2[lane] = simd_shuffle_down(v, (ushort)1) + simd_sum(v);
+  outh[lane] = simd_max((half)lane * 0.5h);
+  s[lane] = (float)lane;
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  outb[lane] = s[31 - lane];
+}
+
+kernel void simd_race(device float* out [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
+  threadgroup float s[32];
+  s[lane] = (float)lane;
+  out[lane] = s[31 - lane];  // no simdgroup_barrier: a race even inside one simdgroup
+}

@@ -176,6 +176,9 @@ template <int A, class T> struct ptr {
   template <class U> MSLEMU_AI bool operator==(const ptr<A, U>& o) const { return (const void*)p == (const void*)o.p; }
   template <class U> MSLEMU_AI bool operator!=(const ptr<A, U>& o) const { return (const void*)p != (const void*)o.p; }
   template <class U> MSLEMU_AI bool operator<(const ptr<A, U>& o) const { return (const void*)p < (const void*)o.p; }
+  template <class U> MSLEMU_AI bool operator>(const ptr<A, U>& o) const { return (const void*)p > (const void*)o.p; }
+  template <class U> MSLEMU_AI bool operator<=(const ptr<A, U>& o) const { return (const void*)p <= (const void*)o.p; }
+  template <class U> MSLEMU_AI bool operator>=(const ptr<A, U>& o) const { return (const void*)p >= (const void*)o.p; }
   MSLEMU_AI bool operator==(std::nullptr_t) const { return p == nullptr; }
   MSLEMU_AI bool operator!=(std::nullptr_t) const { return p != nullptr; }
 };
