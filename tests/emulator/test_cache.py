@@ -9,7 +9,9 @@ from gemmglossary.emulator import build_stats, load_kernel
 
 def test_second_load_is_a_cache_hit():
     tag = uuid.uuid4().hex  # a source no earlier run compiled
-    src = f"#include <metal_stdlib>\nusing namespace metal;\n// {tag}\nkernel void k(device float* o [[buffer(0)]]) {{ o[0] = 2.0f; }}\n"
+    # (in code, not a comment: comments never reach the compiler, so they are not part of the key)
+    src = ("#include <metal_stdlib>\nusing namespace metal;\n"
+           f"kernel void k(device float* o [[buffer(0)]]) {{ o[0] = 2.0f + 0.0f * {int(tag[:7], 16)}; }}\n")
     before = build_stats["compiles"]
     k1 = load_kernel(src, "k")
     assert not k1.cache_hit and build_stats["compiles"] == before + 1
