@@ -118,6 +118,20 @@ def _is_shim(path: str) -> bool:
     return str(SHIM_DIR) in path or path.endswith("kernel.cpp") or "<built-in>" in path
 
 
+_AS_NAMES = {"1": "device", "2": "constant", "3": "threadgroup"}
+
+
+def _pretty(ln: str) -> str:
+    """Show the shim's types the way the kernel wrote them."""
+    ln = re.sub(r"(?:mslemu::)?ptr<([123]), ((?:[^<>]|<[^<>]*>)+)>",
+                lambda m: f"{_AS_NAMES[m.group(1)]} {m.group(2).strip()}*", ln)
+    ln = re.sub(r"(?:metal::)?vec<(float|int|unsigned int|short|unsigned short|char|unsigned char|long|unsigned long|"
+                r"_Float16|bool), ([234])>",
+                lambda m: {"unsigned int": "uint", "unsigned short": "ushort", "unsigned char": "uchar",
+                           "unsigned long": "ulong", "_Float16": "half"}.get(m.group(1), m.group(1)) + m.group(2), ln)
+    return ln.replace("_Float16", "half")
+
+
 def _clean_errors(text: str) -> str:
     """Keep the compiler's diagnostics that point at user files; drop shim internals."""
     lines = text.splitlines()
@@ -125,6 +139,9 @@ def _clean_errors(text: str) -> str:
     first = None
     loc = re.compile(r"^(.*?):(\d+):(\d+:)?\s*(error|warning|note|fatal error)?:?\s*(.*)$")
     for ln in lines:
+        if ln.lstrip().startswith("from ") or ln.startswith("In file included"):
+            continue
+        ln = _pretty(ln)
         m = loc.match(ln)
         if m and not _is_shim(m.group(1)):
             if first is None and m.group(4) in ("error", "fatal error"):
@@ -133,13 +150,13 @@ def _clean_errors(text: str) -> str:
         elif m and _is_shim(m.group(1)) and m.group(4) in ("error", "fatal error"):
             # an error inside the shim: show its message, the user location follows in the context
             keep.append("  (emulator library) " + (m.group(5) or ""))
-        elif ln.startswith("In file included") or ln.startswith("                 from"):
+        elif ln.startswith("In file included") or ln.lstrip().startswith("from "):
             continue
     if first is None:
         # no user location at all: fall back to the raw output
         return "\n".join(lines[:60])
-    body = "\n".join(dict.fromkeys(keep))
-    return first + ("\n" + body if body != first else "")
+    rest = [k for k in dict.fromkeys(keep) if k != first]
+    return "\n".join([first, *rest[:40]])
 
 
 def build(source: str, filename: str, *, include_dirs: list[str], defines: dict | None,
