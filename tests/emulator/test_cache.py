@@ -23,3 +23,22 @@ def test_second_load_is_a_cache_hit():
     # a different define or function constant is a different build
     k3 = load_kernel(src, "k", defines={"UNUSED": 1})
     assert not k3.cache_hit
+
+
+def test_missing_compiler_is_a_clear_error(monkeypatch):
+    import pytest
+
+    from gemmglossary.emulator import CompileError, build
+
+    build.compiler.cache_clear()
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CXX", raising=False)
+    try:
+        with pytest.raises(CompileError, match="neither g\\+\\+ nor clang\\+\\+"):
+            build.compiler()
+        monkeypatch.setenv("CXX", "my-cxx")
+        build.compiler.cache_clear()
+        with pytest.raises(CompileError, match="my-cxx"):
+            build.compiler()
+    finally:
+        build.compiler.cache_clear()

@@ -47,6 +47,9 @@ def compiler() -> tuple[str, str]:
             except Exception:  # pragma: no cover
                 continue
             return p, v
+    if env:
+        raise CompileError(f"the C++ compiler named by $CXX ({env!r}) was not found; the Metal emulator needs "
+                           "g++ or clang++ (unset CXX to search PATH for them)")
     raise CompileError("no C++ compiler found: the Metal emulator needs g++ or clang++ on PATH "
                        "(or set CXX); neither g++ nor clang++ was found")
 

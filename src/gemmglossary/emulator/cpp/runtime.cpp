@@ -335,7 +335,7 @@ void mslemu::simd_barrier(const char* file, int line) { collective(100, file, li
 static const int OP_MMA = 15;
 
 typedef float v8f __attribute__((vector_size(32)));
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__linux__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void mm8(const float (*A)[8], const float (*B)[8], const float (*C)[8], float (*D)[8]) {
