@@ -360,7 +360,15 @@ static uint16_t to_bf16(float f) {
   return (uint16_t)(u >> 16);
 }
 
-static float mma_out[MMA_QCAP][32][2];
+static float mma_D[MMA_QCAP][8][8];  // results of the queued multiplies, row-major
+
+static void round_matrix(float (*D)[8], int td) {
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) {
+      if (td == 1) D[r][c] = (float)(_Float16)D[r][c];
+      else if (td == 2) { uint32_t u = (uint32_t)to_bf16(D[r][c]) << 16; memcpy(&D[r][c], &u, 4); }
+    }
+}
 
 static void flush_combine(int, Fiber** L, int n) {
   int first = -1;
@@ -379,15 +387,16 @@ static void flush_combine(int, Fiber** L, int n) {
                             "uniform control flow in the simdgroup", tg_str().c_str(), sg, f0->lane, nq, L[i]->lane,
                             L[i]->nq, site(o.file, o.line).c_str()));
     }
-  float A[8][8], B[8][8], C[8][8], D[8][8];
+  float A[8][8], B[8][8], C[8][8];
   bool full = n == 32;
   for (int i = 0; i < n; ++i) full = full && L[i];
   for (int q = 0; q < nq; ++q) {
     const LaneOp* ops = &qop(sg, q, 0);
     const LaneOp& o0 = ops[first];
-    if (!full) {
-      memset(A, 0, sizeof A); memset(B, 0, sizeof B); memset(C, 0, sizeof C);
-    }
+    // operands produced by an earlier queued multiply (the same one on every lane, in
+    // uniform control flow) are copied as whole matrices
+    bool uni[3] = {true, true, true};
+    bool same_td = true;
     for (int i = 0; i < n; ++i) {
       if (!L[i]) continue;
       const LaneOp& o = ops[i];
@@ -397,41 +406,59 @@ static void flush_combine(int, Fiber** L, int n) {
                               "at %s; simdgroup_matrix operations need uniform control flow in the simdgroup",
                               tg_str().c_str(), sg, first, site(o0.file, o0.line).c_str(), i, site(o.file, o.line).c_str()));
       }
-      int r = LROW[i], c = LCOL[i];
-      const float* a = o.dep[0] >= 0 ? mma_out[o.dep[0]][i] : &o.in[0];
-      const float* b = o.dep[1] >= 0 ? mma_out[o.dep[1]][i] : &o.in[2];
-      const float* cc = o.dep[2] >= 0 ? mma_out[o.dep[2]][i] : &o.in[4];
-      A[r][c] = a[0]; A[r][c + 1] = a[1];
-      B[r][c] = b[0]; B[r][c + 1] = b[1];
-      C[r][c] = cc[0]; C[r][c + 1] = cc[1];
+      for (int k = 0; k < 3; ++k) uni[k] = uni[k] && o.dep[k] == o0.dep[k];
+      same_td = same_td && o.td == o0.td;
     }
-    mm8(A, B, C, D);
-    for (int i = 0; i < n; ++i) {
-      int r = LROW[i], c = LCOL[i];
-      float v0 = D[r][c], v1 = D[r][c + 1];
-      // results are rounded to the destination type, as a register of that type would be
-      if (ops[i].td == 1) { v0 = (float)(_Float16)v0; v1 = (float)(_Float16)v1; }
-      else if (ops[i].td == 2) {
-        uint32_t u0 = (uint32_t)to_bf16(v0) << 16, u1 = (uint32_t)to_bf16(v1) << 16;
-        memcpy(&v0, &u0, 4); memcpy(&v1, &u1, 4);
+    float (*M[3])[8] = {A, B, C};
+    for (int k = 0; k < 3; ++k) {
+      float (*X)[8] = M[k];
+      if (full && uni[k] && o0.dep[k] >= 0) {
+        memcpy(X, mma_D[o0.dep[k]], sizeof A);
+      } else if (full && uni[k]) {  // fresh operands staged by every lane
+        for (int i = 0; i < 32; ++i) {
+          int rr = LROW[i], cc = LCOL[i];
+          X[rr][cc] = ops[i].in[2 * k];
+          X[rr][cc + 1] = ops[i].in[2 * k + 1];
+        }
+      } else {
+        memset(X, 0, sizeof A);
+        for (int i = 0; i < n; ++i) {
+          if (!L[i]) continue;
+          const LaneOp& o = ops[i];
+          int rr = LROW[i], cc = LCOL[i];
+          if (o.dep[k] >= 0) {
+            X[rr][cc] = mma_D[o.dep[k]][rr][cc];
+            X[rr][cc + 1] = mma_D[o.dep[k]][rr][cc + 1];
+          } else {
+            X[rr][cc] = o.in[2 * k];
+            X[rr][cc + 1] = o.in[2 * k + 1];
+          }
+        }
       }
-      mma_out[q][i][0] = v0; mma_out[q][i][1] = v1;
+    }
+    mm8(A, B, C, mma_D[q]);
+    // results are rounded to the destination type, as a register of that type would be
+    if (same_td) {
+      if (o0.td) round_matrix(mma_D[q], o0.td);
+    } else {
+      round_matrix(mma_D[q], 1);  // mixed destination types across lanes cannot happen in uniform code
     }
   }
-  for (int i = 0; i < n; ++i) {
-    if (!L[i]) continue;
-    for (int q = 0; q < nq; ++q) {
-      LaneOp& o = qop(sg, q, i);
-      if (!o.reg_e) continue;
-      float v0 = mma_out[q][i][0], v1 = mma_out[q][i][1];
+  for (int q = 0; q < nq; ++q) {
+    LaneOp* ops = &qop(sg, q, 0);
+    for (int i = 0; i < n; ++i) {
+      LaneOp& o = ops[i];
+      if (!L[i] || !o.reg_e) continue;
+      int rr = LROW[i], cc = LCOL[i];
+      float v0 = mma_D[q][rr][cc], v1 = mma_D[q][rr][cc + 1];
       if (o.td == 0) { ((float*)o.reg_e)[0] = v0; ((float*)o.reg_e)[1] = v1; }
       else if (o.td == 1) { ((_Float16*)o.reg_e)[0] = (_Float16)v0; ((_Float16*)o.reg_e)[1] = (_Float16)v1; }
       else { ((uint16_t*)o.reg_e)[0] = to_bf16(v0); ((uint16_t*)o.reg_e)[1] = to_bf16(v1); }
       *o.reg_pend = -1;
       o.reg_e = nullptr; o.reg_pend = nullptr;
     }
-    L[i]->nq = 0;
   }
+  for (int i = 0; i < n; ++i) if (L[i]) L[i]->nq = 0;
 }
 
 void mslemu::mma_flush(const char* file, int line) {
