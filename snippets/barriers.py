@@ -16,9 +16,10 @@
 #
 # Download this snippet: [barriers.py](barriers.py).
 #
-# On a Mac the correct kernel runs on the GPU, where a missing barrier usually goes
-# unnoticed; the "Break it" cells use the CPU emulator, which tracks every threadgroup
-# word's last writer and barrier epoch, so a race is reported whatever the schedule.
+# On a Mac the correct kernel runs on the GPU, where a missing barrier shows up, if at
+# all, only as wrong numbers; the "Break it" cells use the CPU emulator, which tracks
+# every threadgroup word's last writer and barrier epoch, so a race is reported by name
+# and line whatever order the threads run in.
 
 # %%
 import numpy as np
