@@ -118,7 +118,7 @@ class Kernel:
 
     # ------------------------------------------------------------------ launch
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
-                 threadgroup_memory=None, schedule="lockstep", timeout=60.0, race_check=True, isolate=True,
+                 threadgroup_memory=None, schedule="lockstep", timeout=60.0, race_check=True,
                  oob_reads="error", workers=None):
         """Launch the kernel.
 
@@ -208,7 +208,9 @@ class Kernel:
             raise LaunchError(f"unknown schedule {schedule!r}: use 'lockstep', 'simdgroup-major' or ('random', seed)")
         L.timeout = float(timeout or 0)
         L.race_check = 1 if race_check else 0
-        L.isolate = 1 if isolate else 0
+        # GEMMGLOSSARY_EMULATOR_INPROCESS=1 runs the kernel inside this process, for debugging
+        # the emulator itself under gdb: any diagnostic or crash then ends the process.
+        L.isolate = 0 if os.environ.get("GEMMGLOSSARY_EMULATOR_INPROCESS") == "1" else 1
         for i in range(32):
             L.tgm_size[i] = tgm[i]
         if oob_reads not in ("error", "warn"):

@@ -30,7 +30,7 @@ struct Fiber {
 // One queued simdgroup_multiply(_accumulate) of one lane. Multiplies are deferred: a lane
 // stages its operands and runs on; the simdgroup meets once ("flush") when some lane needs
 // a result, and the last lane to arrive computes every queued product in order.
-enum { MMA_QCAP = 64 };
+enum { MMA_QCAP = 32 };
 struct LaneOp {
   float in[6];          // a0 a1 b0 b1 c0 c1 (when not produced by an earlier queued op)
   int8_t dep[3];        // for a, b, c: index of the queued op that produces it, or -1
