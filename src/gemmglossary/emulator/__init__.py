@@ -1,13 +1,60 @@
 """CPU emulator for Metal Shading Language compute kernels.
 
-``load_kernel(path_or_source, name, ...)`` compiles a kernel with the host C++ compiler
-and a shim of the Metal standard library; every GPU thread runs as a fiber, barriers and
-simd-group functions are rendezvous points, and misuse is reported as an exception that
-names the .metal line. See ``Kernel.__call__`` for launching.
+``load_kernel(path_or_source, name, *, defines=None, function_constants=None,
+include_dirs=None)`` compiles a kernel with the host C++ compiler (``$CXX``, else g++,
+else clang++) and a shim of the Metal standard library, and returns a :class:`Kernel`.
+Every GPU thread runs as a fiber; threadgroup barriers and simd-group functions are
+rendezvous points; misuse is raised as an exception naming the .metal (or vendored .h)
+file and line, the threadgroup and the thread.
+
+How a source becomes a shared object (see build.py, rewrite.py):
+
+1. The file is preprocessed with ``g++ -E`` against stub ``<metal_*>`` headers, so
+   macros, ``#include "..."`` (resolved through the file's directory and
+   ``include_dirs``) and ``-D`` defines are applied exactly once, vendored files are never
+   touched, and linemarkers keep every line's original file and number.
+2. A tokenizer-based rewriter (lexer.py) turns address spaces into checked pointer
+   types (``device T*`` -> ``mslemu::ptr<1, T>``, one type per address space, so
+   overloads on address space stay distinct), threadgroup arrays into views of memory
+   shared by the threadgroup's fibers, function constants into compile-time constants,
+   and generates an entry point per kernel (parameter binding from ``[[buffer(n)]]``,
+   ``[[threadgroup(n)]]`` and every thread-position attribute).
+3. The result is compiled with ``-O2 -g`` and linked with the runtime (fibers with a
+   hand-written context switch, scheduler, diagnostics) into a cached ``.so``
+   (``gemmglossary.paths.cache_dir() / "emulator"``), keyed by the preprocessed
+   source, defines, function constants, compiler and emulator version.
+
+Launching (``Kernel.__call__``)::
+
+    k(*buffers, threads=(x, y, z) | threadgroups=(x, y, z), threads_per_threadgroup=(x, y, z),
+      threadgroup_memory={n: nbytes}, schedule="lockstep" | "simdgroup-major" | ("random", seed),
+      timeout=60.0, race_check=True, oob_reads="error" | "warn", workers=None)
 
 Buffer binding: the i-th positional argument binds the i-th buffer parameter in
 declaration order (parameters switched off by a function constant are skipped); a single
-dict ``{n: array}`` binds by ``[[buffer(n)]]`` index instead.
+dict ``{n: array}`` binds by ``[[buffer(n)]]`` index instead. numpy arrays are device
+memory and are written back in place, but only when the launch succeeded (no
+half-written outputs). Python and numpy scalars bind to ``constant T&``; structs bind as
+numpy structured arrays (or scalars of one) or bytes. ``threads=`` is dispatchThreads
+(edge threadgroups are smaller and ``[[threads_per_threadgroup]]`` reports their real
+size); ``threadgroups=`` is dispatchThreadgroups.
+
+Every launch runs in child processes (a crash in kernel code raises KernelCrash and
+never kills the caller); threadgroups are split over ``workers`` processes (default up
+to 2 CPUs, ``$GEMMGLOSSARY_EMULATOR_WORKERS``), each threadgroup whole in one process,
+and the error of the lowest-numbered failing threadgroup is the one reported, so results
+and diagnostics do not depend on the number of workers.
+
+Diagnostics: DataRaceError (threadgroup memory, found from shadow memory whatever the
+schedule, naming both lines), BarrierError (threads at different barriers, or a barrier
+some live threads never reach), OutOfBoundsError (buffer name, element index and valid
+range), SimdgroupDivergenceError (a simd-group function or simdgroup_matrix operation
+reached by part of a simdgroup or at different places), KernelTimeoutError (where every
+thread was), KernelCrash, CompileError (at the .metal line), LaunchError (e.g. more
+threads per threadgroup than ``max_total_threads_per_threadgroup`` or 1024), and
+PortabilityWarning for what Apple GPUs accept but the specification does not promise
+(threads returning before a barrier others wait at; reading threadgroup memory nobody
+wrote; out-of-bounds reads allowed by ``oob_reads="warn"``).
 """
 
 from __future__ import annotations
