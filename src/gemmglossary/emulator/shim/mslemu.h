@@ -240,6 +240,14 @@ template <class T> struct tg_var {
   template <class U> MSLEMU_AI const tg_var& operator=(const U& v) const { ref() = (T)v; return *this; }
   template <class U> MSLEMU_AI const tg_var& operator+=(const U& v) const { ref() += v; return *this; }
   template <class U> MSLEMU_AI const tg_var& operator-=(const U& v) const { ref() -= v; return *this; }
+  template <class U> MSLEMU_AI const tg_var& operator*=(const U& v) const { ref() *= v; return *this; }
+  template <class U> MSLEMU_AI const tg_var& operator/=(const U& v) const { ref() /= v; return *this; }
+  template <class U> MSLEMU_AI const tg_var& operator|=(const U& v) const { ref() |= v; return *this; }
+  template <class U> MSLEMU_AI const tg_var& operator&=(const U& v) const { ref() &= v; return *this; }
+  MSLEMU_AI T operator++(int) const { return ref()++; }
+  MSLEMU_AI T operator--(int) const { return ref()--; }
+  MSLEMU_AI const tg_var& operator++() const { ++ref(); return *this; }
+  MSLEMU_AI const tg_var& operator--() const { --ref(); return *this; }
   MSLEMU_AI ptr<AS_THREADGROUP, T> operator&() const { return ptr<AS_THREADGROUP, T>(p); }
 };
 
