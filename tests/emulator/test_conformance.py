@@ -334,3 +334,8 @@ def test_race_inside_a_simdgroup(conformance):
 
     with pytest.raises(DataRaceError):
         conformance("simd_race")(np.zeros(32, np.float32), threads=32, threads_per_threadgroup=32)
+
+
+def test_unknown_function_constant_warns():
+    with pytest.warns(UserWarning, match="'use_biass' is not declared"):
+        load_kernel(FC_SRC, "fc", function_constants={"use_biass": True, 1: 3})

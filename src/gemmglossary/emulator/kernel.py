@@ -75,6 +75,12 @@ def load_kernel(path_or_source, name: str, *, defines=None, function_constants=N
     dirs += [str(Path(d).resolve()) for d in (include_dirs or [])]
     so, manifest, hit = _build.build(source, filename, include_dirs=dirs, defines=defines,
                                      function_constants=function_constants, kernel=name)
+    declared = manifest.get("function_constants", {})
+    indices = {v[0] for v in declared.values()}
+    for key in function_constants or {}:
+        if (isinstance(key, str) and key not in declared) or (not isinstance(key, str) and int(key) not in indices):
+            warnings.warn(f"{filename}: function constant {key!r} is not declared in this source; its value is ignored",
+                          stacklevel=2)
     if name not in manifest["kernels"]:
         known = ", ".join(sorted(manifest.get("all_kernels") or manifest["kernels"])) or "none"
         raise CompileError(f"{filename}: no kernel named '{name}' (kernels found: {known})")

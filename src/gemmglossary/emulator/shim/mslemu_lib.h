@@ -344,6 +344,7 @@ template <class T, int C, int R> MSLEMU_AI simdgroup_matrix<T, C, R> make_filled
   simdgroup_matrix<T, C, R> m; m.e[0] = v; m.e[1] = v; m.pend = -1; return m; }
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<_Float16, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<mslemu::bfloat, 8, 8> simdgroup_bfloat8x8;
 
 template <class P> MSLEMU_AI auto rd_(const P& p, ptrdiff_t i) { return p[i]; }
 
