@@ -158,3 +158,21 @@ def test_compile_error_points_at_metal_line(tmp_path):
 def test_unknown_kernel_name():
     with pytest.raises(CompileError, match="divergent_barrier"):
         load_kernel(DIAG, "nope")
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_schedules_are_deterministic_with_the_race_check_off(schedule):
+    """A racy kernel's wrong answer depends on the schedule, never on luck or workers."""
+    k = _tiled({"BARRIER1": 0})
+    outs = []
+    for workers in (1, 2, 3, 2):
+        rng = np.random.default_rng(0)
+        A = rng.standard_normal((40, 40)).astype(np.float32)
+        B = rng.standard_normal((40, 40)).astype(np.float32)
+        C = np.zeros((40, 40), np.float32)
+        k(A, B, C, 40, 40, 40, threadgroups=(3, 3, 1), threads_per_threadgroup=(16, 16, 1), schedule=schedule,
+          race_check=False, workers=workers)
+        outs.append(C)
+    for C in outs[1:]:
+        assert np.array_equal(C, outs[0])
+    assert not np.allclose(outs[0], A @ B, atol=1e-3), "the missing barrier shows in the result"

@@ -617,6 +617,10 @@ static Fiber* pick() {
 
 static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
   g.tg_pos[0] = tx; g.tg_pos[1] = ty; g.tg_pos[2] = tz;
+  // the random schedule is seeded per threadgroup, so it does not depend on the workers
+  uint64_t lin = ((uint64_t)tz * Lp->ntg[1] + ty) * Lp->ntg[0] + tx;
+  rng = (Lp->seed + 1) * 0x9E3779B97F4A7C15ull ^ (lin + 1) * 0xBF58476D1CE4E5B9ull;
+  if (!rng) rng = 88172645463325252ull;
   uint32_t n[3];
   for (int i = 0; i < 3; ++i) {
     n[i] = Lp->tptg[i];
@@ -728,6 +732,10 @@ static void install_handlers() {
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGALRM}) sigaction(s, &sa, nullptr);
+  if (Lp->isolate) {  // Ctrl-C ends the worker processes (the caller then sees KeyboardInterrupt)
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+  }
   if (Lp->timeout > 0) {
     struct itimerval it{};
     it.it_value.tv_sec = (long)Lp->timeout;
@@ -770,7 +778,6 @@ static int run_all() {
     g.threads_per_grid[i] = Lp->grid[i];
     g.grid_origin[i] = 0;
   }
-  rng = Lp->seed * 2654435761u + 88172645463325252ull;
   int64_t lin = 0;
   for (uint32_t z = 0; z < Lp->ntg[2]; ++z)
     for (uint32_t y = 0; y < Lp->ntg[1]; ++y)
