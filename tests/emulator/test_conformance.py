@@ -339,3 +339,16 @@ def test_race_inside_a_simdgroup(conformance):
 def test_unknown_function_constant_warns():
     with pytest.warns(UserWarning, match="'use_biass' is not declared"):
         load_kernel(FC_SRC, "fc", function_constants={"use_biass": True, 1: 3})
+
+
+def test_kernel_inside_a_namespace():
+    src = """#include <metal_stdlib>
+using namespace metal;
+namespace demo {
+inline float twice(float x) { return 2.0f * x; }
+kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) { o[i] = twice((float)i); }
+}  // namespace demo
+"""
+    o = np.zeros(4, np.float32)
+    load_kernel(src, "k")(o, threads=4, threads_per_threadgroup=4)
+    assert o.tolist() == [0, 2, 4, 6]

@@ -21,7 +21,8 @@ SHIM_DIR = HERE / "shim"
 STAGE1_DIR = SHIM_DIR / "stage1"
 RUNTIME_SRC = HERE / "cpp" / "runtime.cpp"
 CXXFLAGS = ["-std=c++17", "-O2", "-g", "-fPIC", "-w", "-fno-strict-aliasing", "-fwrapv",
-            "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti"]
+            "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti", "-fno-stack-protector", "-fno-math-errno",
+            "-fno-plt"]
 
 stats = {"compiles": 0, "cache_hits": 0}
 

@@ -53,6 +53,7 @@ class KernelDecl:
     template_params: str | None = None  # text inside template<...> of a template kernel
     template_args: str | None = None  # for instantiations
     is_template: bool = False
+    ns: str = ""  # enclosing namespace, "a::b::"
     id: str = ""
 
 
@@ -166,6 +167,7 @@ class Rewriter:
     def __init__(self, text: str, default_file: str, function_constants: dict | None, only: str | None = None):
         self.only = only
         self.all_names: list[str] = []
+        self.ns_hint = text
         self.toks = tokenize(text)
         assign_lines(self.toks, default_file)
         self.fc_values = dict(function_constants or {})
@@ -261,6 +263,33 @@ class Rewriter:
                 i = self.parse_kernel(i)
                 continue
             i += 1
+
+    def namespace_at(self, i: int) -> str:
+        """The namespace (as `a::b::`) enclosing token i."""
+        toks = self.toks
+        stack: list[str | None] = []
+        k = 0
+        while k < i:
+            t = toks[k]
+            if t.kind == "id" and t.text == "namespace":
+                j = _sig(toks, k + 1)
+                name = ""
+                while j < i and toks[j].text != "{" and toks[j].text != ";" and toks[j].text != "=":
+                    if toks[j].kind == "id" or toks[j].text == "::":
+                        name += toks[j].text
+                    j = _sig(toks, j + 1)
+                if j < i and toks[j].text == "{":
+                    stack.append(name)
+                    k = j + 1
+                    continue
+            elif t.text == "{":
+                stack.append(None)
+            elif t.text == "}":
+                if stack:
+                    stack.pop()
+            k += 1
+        names = [s for s in stack if s]
+        return "".join(n + "::" for n in names)
 
     def parse_kernel(self, i: int) -> int:
         toks = self.toks
@@ -376,7 +405,7 @@ class Rewriter:
                 return semi + 1
             kd = KernelDecl(name=name, fn=fname, params=base.params, file=start_tok.file, line=start_tok.line,
                             mtt_expr=mtt or base.mtt_expr, template_params=base.template_params,
-                            template_args=targs, is_template=True)
+                            template_args=targs, is_template=True, ns=base.ns)
             self.add_kernel(kd, start_tok)
             return semi + 1
         # return type and name
@@ -426,7 +455,8 @@ class Rewriter:
         params = self.parse_params(k, close, toks[name_i])
         kd = KernelDecl(name=host_name or fname, fn=fname, params=params, file=toks[name_i].file,
                         line=toks[name_i].line, mtt_expr=mtt, template_params=template_params,
-                        is_template=template_params is not None)
+                        is_template=template_params is not None,
+                        ns=self.namespace_at(name_i) if "namespace" in self.ns_hint else "")
         if template_params is not None:
             self.template_kernels[fname] = kd
         else:
@@ -855,7 +885,7 @@ class Rewriter:
                 out.append(f"template <{tk.template_params}> constexpr int __mslemu_mttf_{name}() "
                            f"{{ return (int)({tk.mtt_expr}); }}\n")
         for kd in self.kernel_list:
-            fn = kd.fn + (f"<{kd.template_args}>" if kd.template_args is not None else "")
+            fn = "::" + kd.ns + kd.fn + (f"<{kd.template_args}>" if kd.template_args is not None else "")
             out.append(f'#line {kd.line} "{_esc(kd.file)}"\n')
             descs = []
             for p in kd.params:
@@ -863,7 +893,7 @@ class Rewriter:
                 descs.append(f'{{{p.kind}, {p.index}, "{p.name}", {gate}}}')
             descs.append('{0, 0, "", false}')
             if kd.mtt_expr:
-                mtt = (f"__mslemu_mttf_{kd.fn}<{kd.template_args}>()" if kd.is_template
+                mtt = (f"::__mslemu_mttf_{kd.fn}<{kd.template_args}>()" if kd.is_template
                        else f"(int)({kd.mtt_expr})")
             else:
                 mtt = "0"
