@@ -24,6 +24,9 @@ CXXFLAGS = ["-std=c++17", "-O2", "-g", "-fPIC", "-w", "-fno-strict-aliasing", "-
             "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti", "-fno-stack-protector", "-fno-math-errno",
             "-fno-plt"]
 
+# extra flags for the kernel and runtime compiles (part of every cache key), e.g. -march=native
+CXXFLAGS += os.environ.get("GEMMGLOSSARY_EMULATOR_CXXFLAGS", "").split()
+
 stats = {"compiles": 0, "cache_hits": 0}
 
 
@@ -78,7 +81,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def runtime_object() -> Path:
     cxx, ver = compiler()
-    key = hashlib.sha256((shim_hash() + cxx + ver).encode()).hexdigest()[:16]
+    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(CXXFLAGS)).encode()).hexdigest()[:16]
     out = cache_root() / f"runtime-{key}.o"
     if out.exists():
         return out

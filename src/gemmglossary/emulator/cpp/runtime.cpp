@@ -16,7 +16,7 @@
 
 #include "mslemu_rt.h"
 
-#if !defined(__x86_64__) && !defined(__aarch64__)
+#if (!defined(__x86_64__) && !defined(__aarch64__)) || defined(MSLEMU_FORCE_UCONTEXT)
 #include <ucontext.h>
 #define MSLEMU_UCONTEXT 1
 #endif
@@ -63,7 +63,9 @@ struct MslemuLaunch {
 }
 
 // ------------------------------------------------------------------ context switch
-#if defined(__x86_64__)
+#if defined(MSLEMU_UCONTEXT)
+// context switches through ucontext (portable, slower: a system call per switch)
+#elif defined(__x86_64__)
 extern "C" void mslemu_switch(void** save, void* to);
 asm(R"(
 .text
@@ -655,7 +657,13 @@ static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
     f->state = F_READY;
     // stagger the stack tops so the fibers' hot frames do not all map to one cache set
     char* top = stacks + (size_t)(i + 1) * (STACK + GUARD) - (size_t)((i * 7) % 64) * 64;
-#if defined(__x86_64__)
+#if defined(MSLEMU_UCONTEXT)
+    getcontext(&uctx[i]);
+    uctx[i].uc_stack.ss_sp = top - STACK + 4096;
+    uctx[i].uc_stack.ss_size = STACK - 4096;
+    uctx[i].uc_link = nullptr;
+    makecontext(&uctx[i], (void (*)())fiber_main, 0);
+#elif defined(__x86_64__)
     void** sp = (void**)top;
     *--sp = nullptr;
     *--sp = (void*)&fiber_main;
