@@ -352,3 +352,10 @@ kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]])
     o = np.zeros(4, np.float32)
     load_kernel(src, "k")(o, threads=4, threads_per_threadgroup=4)
     assert o.tolist() == [0, 2, 4, 6]
+
+
+def test_transposed_store(conformance):
+    src = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    conformance("sgm_store_t")(src, out, threads=32, threads_per_threadgroup=32)
+    assert np.array_equal(out.reshape(8, 8), src.reshape(8, 8).T)

@@ -286,3 +286,11 @@ kernel void simd_race(device float* out [[buffer(0)]], ushort lane [[thread_inde
   s[lane] = (float)lane;
   out[lane] = s[31 - lane];  // no simdgroup_barrier: a race even inside one simdgroup
 }
+
+// transposed store, and a 16-thread threadgroup (a partial simdgroup) using simd_sum
+kernel void sgm_store_t(device const float* src [[buffer(0)]],
+                        device float* out [[buffer(1)]]) {
+  simdgroup_float8x8 m;
+  simdgroup_load(m, src, 8);
+  simdgroup_store(m, out, 8, ulong2(0, 0), true);
+}
