@@ -176,3 +176,10 @@ def test_schedules_are_deterministic_with_the_race_check_off(schedule):
     for C in outs[1:]:
         assert np.array_equal(C, outs[0])
     assert not np.allclose(outs[0], A @ B, atol=1e-3), "the missing barrier shows in the result"
+
+
+def test_simdgroup_matrix_multiply_in_divergent_branches():
+    k = load_kernel(DIAG, "divergent_mma")
+    with pytest.raises(SimdgroupDivergenceError) as e:
+        k(np.zeros(64, np.float32), threads=32, threads_per_threadgroup=32)
+    assert f"{DIAG}:81" in str(e.value) and f"{DIAG}:83" in str(e.value)

@@ -74,3 +74,13 @@ kernel void tg_race_simple(device float* out [[buffer(0)]],
   s[tid] = (float)tid;  // line 74
   out[tid] = s[63 - tid];  // line 75
 }
+
+kernel void divergent_mma(device float* out [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+  simdgroup_float8x8 a(1.0f), b(2.0f), c;
+  if (lane < 16) {
+    simdgroup_multiply(c, a, b);  // line 81
+  } else {
+    simdgroup_multiply(c, b, a);  // line 83
+  }
+  simdgroup_store(c, out, 8);
+}

@@ -392,6 +392,10 @@ static void flush_combine(int, Fiber** L, int n) {
   float A[8][8], B[8][8], C[8][8];
   bool full = n == 32;
   for (int i = 0; i < n; ++i) full = full && L[i];
+  // every lane hashed the sites and operand sources of its queue: equal hashes (the
+  // uniform case) skip the per-multiply comparison of the lanes
+  bool same_hash = full;
+  for (int i = 1; i < n && same_hash; ++i) same_hash = L[i]->qhash == L[0]->qhash;
   for (int q = 0; q < nq; ++q) {
     const LaneOp* ops = &qop(sg, q, 0);
     const LaneOp& o0 = ops[first];
@@ -399,7 +403,7 @@ static void flush_combine(int, Fiber** L, int n) {
     // uniform control flow) are copied as whole matrices
     bool uni[3] = {true, true, true};
     bool same_td = true;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n && !same_hash; ++i) {
       if (!L[i]) continue;
       const LaneOp& o = ops[i];
       if (o.line != o0.line || (o.file != o0.file && strcmp(o.file, o0.file))) {
@@ -460,7 +464,7 @@ static void flush_combine(int, Fiber** L, int n) {
       o.reg_e = nullptr; o.reg_pend = nullptr;
     }
   }
-  for (int i = 0; i < n; ++i) if (L[i]) L[i]->nq = 0;
+  for (int i = 0; i < n; ++i) if (L[i]) { L[i]->nq = 0; L[i]->qhash = 0; }
 }
 
 void mslemu::mma_flush(const char* file, int line) {

@@ -389,6 +389,9 @@ MSLEMU_AI void mma_(simdgroup_matrix<TD, C, R>& d, const simdgroup_matrix<TA, C,
   }
   op.td = elem_tag_<TD>();
   op.file = file; op.line = line;
+  f->qhash = (f->qhash ^ (uint64_t)(uintptr_t)file ^ ((uint64_t)(uint32_t)line << 20) ^
+              ((uint64_t)(uint8_t)op.dep[0] << 40) ^ ((uint64_t)(uint8_t)op.dep[1] << 48) ^
+              ((uint64_t)(uint8_t)op.dep[2] << 56) ^ op.td) * 0x100000001b3ull;
   d.cancel();
   d.pend = q;
   op.reg_e = (void*)&d.e; op.reg_pend = &d.pend;

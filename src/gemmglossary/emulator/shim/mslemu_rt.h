@@ -25,6 +25,7 @@ struct Fiber {
   int64_t carg;
   const void* cextra;
   int nq;  // simdgroup-matrix multiplies queued by this lane, not yet computed
+  uint64_t qhash;  // hash of the queued multiplies' sites and operand sources
 };
 
 // One queued simdgroup_multiply(_accumulate) of one lane. Multiplies are deferred: a lane
