@@ -131,7 +131,7 @@ static std::vector<ucontext_t> uctx;
 static ucontext_t sched_uc;
 #endif
 
-struct TgRegion { char* p; uint64_t size; const char* name; };
+struct TgRegion { char* p; uint64_t size; const char* name; uint32_t esize, nd, dims[4]; };
 static TgRegion regions[128];
 static int nregions;
 
@@ -473,14 +473,41 @@ void mslemu::mma_flush(const char* file, int line) {
 }
 
 // ------------------------------------------------------------------ memory
-void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name) {
+void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_t esize, uint32_t nd,
+                       const uint32_t* dims) {
   uint64_t off = (g.arena_used + align - 1) / align * align;
   if (off + bytes > 32768)
     fail(E_LAUNCH, "threadgroup memory exhausted: '%s' needs %llu bytes at offset %llu, but Apple GPUs provide 32768 bytes per threadgroup",
          name, (unsigned long long)bytes, (unsigned long long)off);
   g.arena_used = off + bytes;
-  if (nregions < 128) regions[nregions++] = {g.arena + off, bytes, name};
+  if (nregions < 128) {
+    TgRegion& rg = regions[nregions++];
+    rg.p = g.arena + off; rg.size = bytes; rg.name = name; rg.esize = esize; rg.nd = nd > 4 ? 0 : nd;
+    for (uint32_t k = 0; k < rg.nd; ++k) rg.dims[k] = dims[k];
+  }
   return g.arena + off;
+}
+
+// "tile[3][5]" for a byte offset into a threadgroup array (or "'name' (byte offset N)")
+static std::string tg_element(const void* p) {
+  const char* c = (const char*)p;
+  for (int i = 0; i < nregions; ++i) {
+    const TgRegion& rg = regions[i];
+    if (c < rg.p || c >= rg.p + rg.size) continue;
+    uint64_t off = (uint64_t)(c - rg.p);
+    if (rg.esize && rg.nd) {
+      uint64_t e = off / rg.esize;
+      std::string idx;
+      for (int k = (int)rg.nd - 1; k >= 0; --k) {
+        idx = fmt("[%llu]", (unsigned long long)(e % rg.dims[k])) + idx;
+        e /= rg.dims[k];
+      }
+      return fmt("'%s%s'", rg.name, idx.c_str());
+    }
+    if (rg.esize && rg.size == rg.esize) return fmt("'%s'", rg.name);
+    return fmt("'%s' (byte offset %llu)", rg.name, (unsigned long long)off);
+  }
+  return "(unknown threadgroup memory)";
 }
 
 const char* mslemu::buffer_name_for(const void* p, const void** lo, const void** hi) {
@@ -531,14 +558,11 @@ void* mslemu::oob(const void* pc, const void* p, const void* lo, const void* hi,
 
 void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, uint32_t pc_other_off) {
   const void* pc_other = (const void*)(g.pc_base + pc_other_off);
-  const void *lo, *hi;
-  const char* name = buffer_name_for(p, &lo, &hi);
-  long long off = (const char*)p - (const char*)lo;
   Fiber* me = g.cur;
   Fiber* o = &F[other];
   const char* what = kind == 1 ? "reads" : "writes";
   const char* other_what = kind == 3 ? "read" : "wrote";
-  std::string m = fmt("data race on threadgroup memory '%s' (byte offset %lld) in %s: ", name, off, tg_str().c_str());
+  std::string m = fmt("data race on threadgroup memory %s in %s: ", tg_element(p).c_str(), tg_str().c_str());
   m += th_str(me) + " " + what + " it at " + pcs(pc_now) + ", but " + th_str(o) + " " + other_what + " it at " +
        pcs(pc_other) + " with no threadgroup_barrier(mem_flags::mem_threadgroup) in between";
   finish(E_RACE, m);
@@ -548,10 +572,8 @@ void mslemu::uninit_read(const void* p, const void* pc) {
   static uint64_t reported_gen = 0;
   if (R->uninit_msg[0] || reported_gen == g.tg_gen + 1) return;
   reported_gen = g.tg_gen + 1;
-  const void *lo, *hi;
-  const char* name = buffer_name_for(p, &lo, &hi);
-  std::string m = fmt("%s reads threadgroup memory '%s' (byte offset %lld) at ", th_str(g.cur).c_str(), name,
-                      (long long)((const char*)p - (const char*)lo)) + pcs(pc) + " in " + tg_str() +
+  std::string m = fmt("%s reads threadgroup memory %s at ", th_str(g.cur).c_str(), tg_element(p).c_str()) + pcs(pc) +
+                  " in " + tg_str() +
                   " before any thread of the threadgroup wrote it; threadgroup memory starts with undefined contents "
                   "on a GPU (the emulator gives 0)";
   snprintf(R->uninit_msg, sizeof R->uninit_msg, "%s", m.c_str());

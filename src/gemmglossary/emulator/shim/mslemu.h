@@ -222,7 +222,11 @@ template <class T, size_t D0, size_t... D> struct tg_view<T, D0, D...> {
 };
 template <class T, size_t... D> struct tg_array : tg_view<T, D...> {
   static tg_array get(TgSlot& s, const char* name) {
-    if (s.gen != g.tg_gen) { s.p = tg_alloc(sizeof(T) * (D * ...), alignof(T) < 16 ? 16 : alignof(T), name); s.gen = g.tg_gen; }
+    if (s.gen != g.tg_gen) {
+      static const uint32_t dims[] = {(uint32_t)D...};
+      s.p = tg_alloc(sizeof(T) * (D * ...), alignof(T) < 16 ? 16 : alignof(T), name, sizeof(T), sizeof...(D), dims);
+      s.gen = g.tg_gen;
+    }
     tg_array a;
     a.p = (T*)s.p; a.lo = (char*)s.p; a.hi = (char*)s.p + sizeof(T) * (D * ...); a.name = name;
     return a;
@@ -232,7 +236,7 @@ template <class T, size_t... D> struct tg_array : tg_view<T, D...> {
 template <class T> struct tg_var {
   T* p;
   static tg_var get(TgSlot& s, const char* name) {
-    if (s.gen != g.tg_gen) { s.p = tg_alloc(sizeof(T), alignof(T) < 16 ? 16 : alignof(T), name); s.gen = g.tg_gen; }
+    if (s.gen != g.tg_gen) { s.p = tg_alloc(sizeof(T), alignof(T) < 16 ? 16 : alignof(T), name, sizeof(T)); s.gen = g.tg_gen; }
     return tg_var{(T*)s.p};
   }
   MSLEMU_AI tg_ref<T> ref() const { return tg_ref<T>{p}; }

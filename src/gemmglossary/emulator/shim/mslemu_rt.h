@@ -83,7 +83,8 @@ inline LaneOp& qop(uint32_t sg, int op, uint32_t lane) { return g.mmaq[((size_t)
 void barrier(int flags, const char* file, int line);
 void simd_barrier(const char* file, int line);
 void collective(int op, const char* file, int line, CombineFn fn);
-void* tg_alloc(uint64_t bytes, uint64_t align, const char* name);
+void* tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_t esize = 0, uint32_t nd = 0,
+               const uint32_t* dims = nullptr);
 void* oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem,
                       const char* name, int write);
 [[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
