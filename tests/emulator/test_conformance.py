@@ -359,3 +359,23 @@ def test_transposed_store(conformance):
     out = np.zeros(64, np.float32)
     conformance("sgm_store_t")(src, out, threads=32, threads_per_threadgroup=32)
     assert np.array_equal(out.reshape(8, 8), src.reshape(8, 8).T)
+
+
+def test_packed_vectors():
+    src = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device const packed_float3* p [[buffer(0)]], device float4* out [[buffer(1)]],
+              uint i [[thread_position_in_grid]]) {
+  float3 v = p[i];
+  packed_float3 q = p[i];
+  q.y = 10.0f;
+  out[i] = float4(v * 2.0f + q, sizeof(packed_float3));
+}
+"""
+    p = np.arange(12, dtype=np.float32).reshape(4, 3)
+    out = np.zeros((4, 4), np.float32)
+    load_kernel(src, "k")(p, out, threads=4, threads_per_threadgroup=4)
+    q = p.copy()
+    q[:, 1] = 10
+    np.testing.assert_array_equal(out[:, :3], p * 2 + q)
+    assert np.all(out[:, 3] == 12)

@@ -259,6 +259,7 @@ template <class T> struct tg_var {
 
 #include "mslemu_bfloat.h"
 #include "mslemu_vec.h"
+#include "mslemu_packed.h"
 #include "mslemu_lib.h"
 #include "mslemu_builtins.h"
 #include "mslemu_bind.h"

@@ -127,7 +127,6 @@ MSLEMU_VTYPES(_Float16, half)
 MSLEMU_VTYPES(mslemu::bfloat, bfloat)
 MSLEMU_VTYPES(float, float)
 #undef MSLEMU_VTYPES
-typedef float packed_float2_[2];
 
 namespace mslemu {
 template <class T_, int N> struct is_vec_like<metal::vec<T_, N>> : std::true_type {};
