@@ -183,3 +183,14 @@ def test_simdgroup_matrix_multiply_in_divergent_branches():
     with pytest.raises(SimdgroupDivergenceError) as e:
         k(np.zeros(64, np.float32), threads=32, threads_per_threadgroup=32)
     assert f"{DIAG}:81" in str(e.value) and f"{DIAG}:83" in str(e.value)
+
+
+def test_compile_error_inside_the_library_is_reported_at_the_call():
+    src = ("#include <metal_stdlib>\n#include <metal_simdgroup_matrix>\nusing namespace metal;\n\n"
+           "kernel void k(device float* o [[buffer(0)]]) {\n  simdgroup_float8x8 m;\n  simdgroup_load(m, 5);\n"
+           "  simdgroup_store(m, o);\n}\n")
+    with pytest.raises(CompileError) as e:
+        load_kernel(src, "k")
+    msg = str(e.value)
+    assert msg.startswith("<source>:7:") and "simdgroup_load" in msg
+    assert "mslemu" not in msg

@@ -160,7 +160,22 @@ def _clean_errors(text: str) -> str:
         elif ln.startswith("In file included") or ln.lstrip().startswith("from "):
             continue
     if first is None:
-        # no user location at all: fall back to the raw output
+        # the error is inside the emulator's Metal library: report it at the user's line
+        # that led there ("required from here"), with the library's message
+        user_loc = shim_msg = func = None
+        for ln in lines:
+            ln2 = _pretty(ln)
+            m = loc.match(ln2)
+            if m and not _is_shim(m.group(1)) and user_loc is None and "required from" in ln2:
+                user_loc = f"{m.group(1)}:{m.group(2)}:{m.group(3) or ''}".rstrip(":")
+            elif m and _is_shim(m.group(1)) and m.group(4) in ("error", "fatal error") and shim_msg is None:
+                shim_msg = m.group(5)
+            fm = re.search(r"In (?:instantiation of|function) .(?:[\w:<>, ]*?\s)?(?:metal::|mslemu::)?(\w+)\(", ln2)
+            if fm and func is None:
+                func = fm.group(1)
+        if user_loc and shim_msg:
+            where = f" (inside the emulator's Metal library, in {func})" if func else " (inside the emulator's Metal library)"
+            return f"{user_loc}: error: {shim_msg}{where}"
         return "\n".join(lines[:60])
     rest = [k for k in dict.fromkeys(keep) if k != first]
     return "\n".join([first, *rest[:40]])
