@@ -150,3 +150,38 @@ def test_reading_unwritten_threadgroup_memory_warns():
     assert "<source>:9" in str(w[0].message)
     t = np.arange(64)
     assert np.array_equal(out, np.where(63 - t < 32, 1.0, 0.0) + 10 * (t % 4) + 100 * (t // 4))
+
+
+@pytest.mark.parametrize("drop", [175, 180], ids=["barrier-before-load", "barrier-before-mma"])
+def test_missing_barrier_in_a_copy_of_mlx_steel_is_found(tmp_path, drop):
+    """Delete one barrier of the aligned K loop in (a copy of) steel_gemm_fused.h: the race
+    is reported with lines in MLX's loader/mma headers."""
+    import shutil
+
+    from gemmglossary.emulator import DataRaceError
+
+    src, inc = _steel()
+    work = tmp_path / "vendor"
+    shutil.copytree(inc / "mlx", work / "mlx")
+    fused = work / "mlx/backend/metal/kernels/steel/gemm/kernels/steel_gemm_fused.h"
+    lines = fused.read_text().splitlines(keepends=True)
+    if "threadgroup_barrier(mem_flags::mem_threadgroup)" not in lines[drop - 1]:
+        pytest.skip("the pinned MLX version moved its barriers")
+    lines[drop - 1] = "\n"
+    fused.write_text("".join(lines))
+    M = N = K = 64
+    name = "steel_gemm_fused_nn_float32_float32_bm32_bn32_bk16_wm2_wn2"
+    fc = {10: False, 100: False, 110: False, 200: True, 201: True, 202: True}
+    k = load_kernel(src, name, function_constants=fc, include_dirs=[work])
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    b = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    d = np.zeros((M, N), np.float32)
+    p = np.zeros((), GEMM_PARAMS)
+    p["M"], p["N"], p["K"], p["lda"], p["ldb"], p["ldd"] = M, N, K, K, N, N
+    p["tiles_n"], p["tiles_m"] = 2, 2
+    p["gemm_k_iterations_aligned"] = K // 16
+    with pytest.raises(DataRaceError) as e:
+        k({0: a, 1: b, 3: d, 4: p.tobytes()}, threadgroups=(2, 2, 1), threads_per_threadgroup=(32, 2, 2))
+    msg = str(e.value)
+    assert "loader.h:" in msg and "mma.h:" in msg, msg
