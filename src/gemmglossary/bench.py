@@ -9,7 +9,6 @@ emulator, not a GPU. ``bench metal`` is delegated to :mod:`gemmglossary.runtime.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 

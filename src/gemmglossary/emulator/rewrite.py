@@ -153,13 +153,8 @@ def _c_value(v, typ: str) -> str:
         return "true" if v else "false"
     if isinstance(v, float):
         return f"({typ})({v!r})"
-    try:
-        import numpy as np  # noqa: F401
-
-        if hasattr(v, "item"):
-            return _c_value(v.item(), typ)
-    except ImportError:  # pragma: no cover
-        pass
+    if hasattr(v, "item"):  # numpy scalars
+        return _c_value(v.item(), typ)
     return f"({typ})({int(v)})"
 
 
