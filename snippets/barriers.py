@@ -26,7 +26,7 @@ import numpy as np
 
 import gemmglossary as gg
 from gemmglossary import emulator
-from gemmglossary.snippets import diagnostic, kernel_path, kernel_source, replace_once
+from gemmglossary.snippets import diagnostic, kernel_path, kernel_source, printed_warnings, replace_once
 
 
 def cdiv(a, b):
@@ -124,19 +124,16 @@ for n, i in enumerate(at, 1):
 # once. But they were needed for the cooperative load and at both barriers. Apple GPUs let
 # a returned thread skip later barriers, so nothing hangs; their tile elements are simply
 # never written, and the bottom and right tiles come out wrong. The emulator computes the
-# same wrong answer, and warns that the Metal specification does not even promise this.
+# same wrong answer and warns twice: threads skipped a barrier by returning (which the
+# Metal specification does not even promise to allow), and threads read tile elements
+# that no thread wrote.
 
 # %%
-import warnings
-
 early = replace_once(source, "    float acc = 0.0f;\n",
                      "    if (row >= M || col >= N) return;  // the early exit\n    float acc = 0.0f;\n")
 C_early = np.zeros((M, N), np.float32)
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
+with printed_warnings("kernels/matmul_tiled.metal"):
     emulator.load_kernel(early, "matmul_tiled")(A, B, C_early, *scalars, **launch)
-for w in caught:
-    print(diagnostic(w, "kernels/matmul_tiled.metal"))
 wrong = ~np.isclose(C_early, A @ B, rtol=1e-5, atol=1e-5)
 bad_tiles = sorted({(int(c) // 16, int(r) // 16) for r, c in zip(*np.nonzero(wrong))})
 edge_tiles = sorted({(gx, gy) for gx in range(cdiv(N, 16)) for gy in range(cdiv(M, 16))

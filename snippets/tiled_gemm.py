@@ -25,7 +25,8 @@ from matplotlib.patches import Rectangle
 
 import gemmglossary as gg
 from gemmglossary import emulator
-from gemmglossary.snippets import diagnostic, defines, kernel_path, kernel_source, replace_once, show_figure
+from gemmglossary.snippets import (diagnostic, defines, kernel_path, kernel_source, printed_warnings,
+                                   replace_once, show_figure)
 
 
 def cdiv(a, b):
@@ -157,9 +158,10 @@ params = np.array([(M, N, K, K, N, N, 1.0, 0.0)], PARAMS)  # beta = 0: C is only
 wrong_grid = (cdiv(N, BN), cdiv(M, BM), 1)       # threadgroup counts ...
 C_wrong = np.full((M, N), np.nan, np.float32)    # NaN marks "never written"
 try:
-    emulator.load_kernel(kernel_path("tiled_gemm.metal"), "tiled_gemm")(
-        A, B, C_wrong, params, threads=wrong_grid,  # ... passed as a thread count
-        threads_per_threadgroup=(THREADS, 1, 1))
+    with printed_warnings():
+        emulator.load_kernel(kernel_path("tiled_gemm.metal"), "tiled_gemm")(
+            A, B, C_wrong, params, threads=wrong_grid,  # ... passed as a thread count
+            threads_per_threadgroup=(THREADS, 1, 1))
 except emulator.EmulatorError as err:
     print(f"threads={wrong_grid}: " + diagnostic(err))
     state = None
@@ -167,7 +169,7 @@ else:
     unwritten = np.isnan(C_wrong)
     right = np.isclose(C_wrong, A @ B, rtol=1e-5, atol=1e-5)
     state = np.where(unwritten, 0, np.where(right, 2, 1))
-    print(f"threads={wrong_grid}: no error, but of {C_wrong.size} elements of C "
+    print(f"threads={wrong_grid}: the launch completes, but of {C_wrong.size} elements of C "
           f"{unwritten.sum()} were never written, {(state == 1).sum()} are wrong and "
           f"{(state == 2).sum()} are right")
     assert not right.all()

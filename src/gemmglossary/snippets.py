@@ -6,6 +6,8 @@
 - :func:`diagnostic` formats an emulator exception or warning for print: the type, the
   message with paths shown relative to the repository, and an edited variant named after
   the kernel file it was made from.
+- :func:`printed_warnings` prints the warnings raised inside it (the emulator's
+  ``PortabilityWarning``\ s) the same way, instead of letting them go to stderr.
 - :func:`show_figure` displays a matplotlib figure with alt text. In a notebook (and in
   the site, which executes the snippets with mkdocs-jupyter) the figure is an inline
   PNG inside an ``<img alt=...>``; run as a plain script it prints the alt text, and
@@ -19,6 +21,8 @@ import html
 import io
 import os
 import re
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 from .paths import kernels_dir, project_root
@@ -74,6 +78,18 @@ def diagnostic(err, edited: str | None = None) -> str:
         if not lines or line != lines[-1]:
             lines.append(line)
     return f"{kind}: " + "\n".join(lines)
+
+
+@contextmanager
+def printed_warnings(edited: str | None = None, limit: int = 3):
+    """Record the warnings raised in the block, then print them with :func:`diagnostic`."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
+    for w in caught[:limit]:
+        print(diagnostic(w, edited))
+    if len(caught) > limit:
+        print(f"... and {len(caught) - limit} more warning(s)")
 
 
 def _in_ipython() -> bool:

@@ -72,6 +72,9 @@ def test_snippet_runs(path: Path, tmp_path: Path):
     proc = _run_script(path, GEMMGLOSSARY_FIGURES=str(tmp_path))
     assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     assert proc.stdout.strip(), f"{path.name} printed nothing"
+    # Diagnostics are printed by the snippet, never left to go to stderr (and so to a
+    # stderr box on the page).
+    assert "Warning" not in proc.stderr, f"{path.name} leaked a warning:\n{proc.stderr[-3000:]}"
 
 
 BROKEN = '''\
@@ -279,6 +282,8 @@ def test_real_site_renders_every_snippet(tmp_path: Path):
         assert text.count("<h1") == 1, f"{path.stem}: one h1"
         assert "jp-OutputArea-output" in text, f"{path.stem}: no outputs rendered"
         assert "Traceback" not in text, f"{path.stem}: a traceback in the page"
+        stderr = re.findall(r'<div[^>]*data-mime-type="application/vnd.jupyter.stderr"', text)
+        assert not stderr, f"{path.stem}: output on stderr"
         assert f"python snippets/{path.name}" in text
         imgs = re.findall(r"<img\b[^>]*>", text)
         assert len(imgs) >= FIGURES.get(path.stem, 0), f"{path.stem}: {len(imgs)} figures"
