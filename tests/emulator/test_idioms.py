@@ -76,3 +76,16 @@ def test_program_scope_constants_structs_and_threadgroup_scalars(k):
     np.testing.assert_allclose(ps["pos"], pos)
     np.testing.assert_allclose(out[:n], np.arange(n) + 1 + total + 1)
     np.testing.assert_allclose(out[n:], pos[:, 0].astype(int) % 3 + 1.5 + 8)
+
+
+def test_more_math_and_rgba_swizzles(k):
+    out = np.zeros((4, 4), np.float32)
+    k("more_math")(out, threads=1, threads_per_threadgroup=1)
+    a = np.array([-1.5, 2, 0, 3], np.float32)
+    b = np.array([2, -1, 1, 3], np.float32)
+    assert out[0, :3].tolist() == [-2, 3, 1]
+    assert out[1].tolist() == (np.maximum(a, b) + (a >= b)).tolist()
+    assert out[2].tolist() == (np.sign(a) * np.copysign(1, b)).tolist()
+    c = a[[2, 1, 0, 3]].copy()
+    c[0], c[1] = c[3], c[0]
+    assert out[3].tolist() == c.tolist()

@@ -110,3 +110,14 @@ kernel void misc(device Particle* ps [[buffer(0)]],
   uint4 bits = as_type<uint4>(ps[tid].pos);
   out[n + tid] = (float)(iv.x % 3) + (float)((bits.y >> 31) & 1u) + float(half4(1.5h).x) + static_cast<float>(int2(7, 8).y);
 }
+
+kernel void more_math(device float4* out [[buffer(0)]]) {
+  float4 a = float4(-1.5f, 2.0f, 0.0f, 3.0f);
+  float4 b = float4(2.0f, -1.0f, 1.0f, 3.0f);
+  out[0] = float4(min3(1.0f, -2.0f, 3.0f), max3(1.0f, -2.0f, 3.0f), median3(1.0f, -2.0f, 3.0f), 0.0f);
+  out[1] = fmax(a, b) + step(b, a);
+  out[2] = sign(a) * copysign(float4(1.0f), b);
+  float4 c = a.bgra;
+  c.rg = c.ar;
+  out[3] = c;
+}

@@ -151,6 +151,9 @@ template <class T, int N> MSLEMU_AI vec<T, N> max(const vec<T, N>& a, const vec<
 template <class T, int N> MSLEMU_AI vec<T, N> min(const vec<T, N>& a, T b) { return min(a, vec<T, N>(b)); }
 template <class T, int N> MSLEMU_AI vec<T, N> max(const vec<T, N>& a, T b) { return max(a, vec<T, N>(b)); }
 template <class T, class = std::enable_if_t<mslemu::is_arith_v<T>>> MSLEMU_AI T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
+template <class T> MSLEMU_AI T min3(T a, T b, T c) { return min(min(a, b), c); }
+template <class T> MSLEMU_AI T max3(T a, T b, T c) { return max(max(a, b), c); }
+template <class T> MSLEMU_AI T median3(T a, T b, T c) { return max(min(a, b), min(max(a, b), c)); }
 template <class T, int N> MSLEMU_AI vec<T, N> clamp(const vec<T, N>& x, const vec<T, N>& lo, const vec<T, N>& hi) { return min(max(x, lo), hi); }
 template <class T, int N> MSLEMU_AI vec<T, N> clamp(const vec<T, N>& x, T lo, T hi) { return min(max(x, vec<T, N>(lo)), vec<T, N>(hi)); }
 template <class T> MSLEMU_AI T saturate(T x) { return clamp(x, T(0), T(1)); }
@@ -168,6 +171,16 @@ MSLEMU_AI uint ctz(uint x) { return x ? __builtin_ctz(x) : 32; }
 MSLEMU_AI uint mulhi(uint a, uint b) { return (uint)(((uint64_t)a * b) >> 32); }
 template <class T> MSLEMU_AI T divide(T a, T b) { return a / b; }
 
+#define MSLEMU_EW2(name)                                                                                  \
+  template <class T, int N> MSLEMU_AI vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b) {            \
+    vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = name(a[i], b[i]); return r; }
+MSLEMU_EW2(atan2) MSLEMU_EW2(fmod) MSLEMU_EW2(copysign) MSLEMU_EW2(fmin) MSLEMU_EW2(fmax) MSLEMU_EW2(powr)
+MSLEMU_EW2(step)
+#undef MSLEMU_EW2
+template <class T, int N> MSLEMU_AI vec<T, N> sign(const vec<T, N>& a) { vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = sign(a[i]); return r; }
+template <int N> MSLEMU_AI vec<bool, N> isnan(const vec<float, N>& a) { vec<bool, N> r; for (int i = 0; i < N; ++i) r[i] = isnan(a[i]); return r; }
+template <int N> MSLEMU_AI vec<bool, N> isinf(const vec<float, N>& a) { vec<bool, N> r; for (int i = 0; i < N; ++i) r[i] = isinf(a[i]); return r; }
+template <class T, int N> MSLEMU_AI vec<T, N> popcount(const vec<T, N>& a) { vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = (T)__builtin_popcountll((unsigned long long)a[i]); return r; }
 template <class To, class From> MSLEMU_AI To as_type(const From& f) {
   static_assert(sizeof(To) == sizeof(From), "as_type needs types of one size");
   To t; memcpy((void*)&t, (const void*)&f, sizeof(To)); return t;
