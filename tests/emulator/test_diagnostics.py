@@ -194,3 +194,16 @@ def test_compile_error_inside_the_library_is_reported_at_the_call():
     msg = str(e.value)
     assert msg.startswith("<source>:7:") and "simdgroup_load" in msg
     assert "mslemu" not in msg
+
+
+def test_stack_overflow_of_a_gpu_thread_is_named():
+    src = """#include <metal_stdlib>
+using namespace metal;
+kernel void big(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  float local[100000];
+  for (int k = 0; k < 100000; ++k) local[k] = o[0] + k;
+  o[i] = local[(i * 7919) % 100000];
+}
+"""
+    with pytest.raises(KernelCrash, match="stack overflow of a GPU thread"):
+        load_kernel(src, "big")(np.zeros(4, np.float32), threads=4, threads_per_threadgroup=4)

@@ -22,7 +22,7 @@ STAGE1_DIR = SHIM_DIR / "stage1"
 RUNTIME_SRC = HERE / "cpp" / "runtime.cpp"
 CXXFLAGS = ["-std=c++17", "-O2", "-g", "-fPIC", "-w", "-fno-strict-aliasing", "-fwrapv",
             "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti", "-fno-stack-protector", "-fno-math-errno",
-            "-fno-plt"]
+            "-fno-plt", "-fstack-clash-protection"]
 
 # extra flags for the kernel and runtime compiles (part of every cache key), e.g. -march=native
 CXXFLAGS += os.environ.get("GEMMGLOSSARY_EMULATOR_CXXFLAGS", "").split()

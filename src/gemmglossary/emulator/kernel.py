@@ -279,7 +279,7 @@ class Kernel:
         def best(pc: str) -> str:
             frames = locs.get(pc, [])
             for f in frames:
-                if "??" in f or str(_build.SHIM_DIR) in f or f.endswith("kernel.cpp") or "runtime.cpp" in f:
+                if "??" in f or str(_build.SHIM_DIR) in f or "kernel.cpp:" in f or "runtime.cpp:" in f:
                     continue
                 return f
             return "an unknown location (no line information)"

@@ -745,9 +745,11 @@ static void on_signal(int sig, siginfo_t* si, void* uc_) {
   const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
                    : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : sig == SIGTRAP ? "SIGTRAP" : "signal";
   m = fmt("kernel crashed with %s", name);
-  if (sig == SIGSEGV && stacks && (char*)si->si_addr >= stacks && (char*)si->si_addr < stacks + nstacks * (STACK + GUARD) &&
-      ((size_t)((char*)si->si_addr - stacks) % (STACK + GUARD)) < GUARD)
-    m += " (stack overflow of a GPU thread: deep recursion or a huge thread-local array)";
+  char* a = (char*)si->si_addr;
+  if (sig == SIGSEGV && stacks && a >= stacks - (1 << 20) && a < stacks + nstacks * (STACK + GUARD) &&
+      (a < stacks || ((size_t)(a - stacks) % (STACK + GUARD)) < GUARD))
+    m += fmt(" (stack overflow of a GPU thread: its %zu KiB stack is full; a thread-local array that large "
+             "would not fit in a GPU thread's registers or stack either)", STACK / 1024);
   else if (sig == SIGSEGV || sig == SIGBUS)
     m += fmt(" (invalid address %p)", si->si_addr);
   if (pc) m += " at " + pcs((void*)pc);
