@@ -208,7 +208,7 @@ class Kernel:
             L.schedule = 0
         elif schedule == "simdgroup-major":
             L.schedule = 1
-        elif isinstance(schedule, tuple) and schedule[0] == "random":
+        elif isinstance(schedule, (tuple, list)) and len(schedule) == 2 and schedule[0] == "random":
             L.schedule, L.seed = 2, int(schedule[1])
         else:
             raise LaunchError(f"unknown schedule {schedule!r}: use 'lockstep', 'simdgroup-major' or ('random', seed)")
