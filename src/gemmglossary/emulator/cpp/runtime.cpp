@@ -354,21 +354,14 @@ static void mm8(const float (*A)[8], const float (*B)[8], const float (*C)[8], f
 static const unsigned char LROW[32] = {0,0,1,1,2,2,3,3,0,0,1,1,2,2,3,3,4,4,5,5,6,6,7,7,4,4,5,5,6,6,7,7};
 static const unsigned char LCOL[32] = {0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6,0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6};
 
-static uint16_t to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
 
 static float mma_D[MMA_QCAP][8][8];  // results of the queued multiplies, row-major
 
 static void round_matrix(float (*D)[8], int td) {
   for (int r = 0; r < 8; ++r)
     for (int c = 0; c < 8; ++c) {
-      if (td == 1) D[r][c] = (float)(_Float16)D[r][c];
-      else if (td == 2) { uint32_t u = (uint32_t)to_bf16(D[r][c]) << 16; memcpy(&D[r][c], &u, 4); }
+      if (td == 1) D[r][c] = f16_bits_to_f32(f32_to_f16_bits(D[r][c]));
+      else if (td == 2) D[r][c] = bf16_bits_to_f32(f32_to_bf16_bits(D[r][c]));
     }
 }
 
@@ -458,8 +451,8 @@ static void flush_combine(int, Fiber** L, int n) {
       int rr = LROW[i], cc = LCOL[i];
       float v0 = mma_D[q][rr][cc], v1 = mma_D[q][rr][cc + 1];
       if (o.td == 0) { ((float*)o.reg_e)[0] = v0; ((float*)o.reg_e)[1] = v1; }
-      else if (o.td == 1) { ((_Float16*)o.reg_e)[0] = (_Float16)v0; ((_Float16*)o.reg_e)[1] = (_Float16)v1; }
-      else { ((uint16_t*)o.reg_e)[0] = to_bf16(v0); ((uint16_t*)o.reg_e)[1] = to_bf16(v1); }
+      else if (o.td == 1) { ((uint16_t*)o.reg_e)[0] = f32_to_f16_bits(v0); ((uint16_t*)o.reg_e)[1] = f32_to_f16_bits(v1); }
+      else { ((uint16_t*)o.reg_e)[0] = f32_to_bf16_bits(v0); ((uint16_t*)o.reg_e)[1] = f32_to_bf16_bits(v1); }
       *o.reg_pend = -1;
       o.reg_e = nullptr; o.reg_pend = nullptr;
     }

@@ -12,7 +12,14 @@
 
 #define MSLEMU_AI __attribute__((always_inline)) inline
 
-typedef _Float16 half;
+#include "mslemu_f16.h"
+#if defined(__FLT16_MAX__) && !defined(MSLEMU_SOFT_HALF)
+typedef _Float16 half;  // g++ >= 12 and clang >= 15 on x86-64
+namespace mslemu { template <> struct is_half<_Float16> : std::true_type {}; }
+#else
+typedef mslemu::f16<0> half;  // no _Float16 (e.g. g++ 12 on aarch64): bits computed in float
+#endif
+typedef mslemu::bfloat bfloat;
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned char uchar;
@@ -21,8 +28,6 @@ using std::size_t;
 
 namespace mslemu {
 
-template <class T> struct is_half : std::false_type {};
-template <> struct is_half<_Float16> : std::true_type {};
 template <class T>
 inline constexpr bool is_arith_v = std::is_arithmetic_v<T> || is_half<std::remove_cv_t<T>>::value;
 
@@ -257,7 +262,6 @@ template <class T> struct tg_var {
 
 }  // namespace mslemu
 
-#include "mslemu_bfloat.h"
 #include "mslemu_vec.h"
 #include "mslemu_packed.h"
 #include "mslemu_lib.h"

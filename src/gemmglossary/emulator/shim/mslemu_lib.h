@@ -61,18 +61,18 @@ template <> struct numeric_limits<mslemu::bfloat> {
   static constexpr mslemu::bfloat infinity() { return mslemu::bfloat(__builtin_inff()); }
   static constexpr mslemu::bfloat quiet_NaN() { return mslemu::bfloat(__builtin_nanf("")); }
 };
-template <> struct numeric_limits<_Float16> {
+template <> struct numeric_limits<half> {
   static constexpr bool is_specialized = true;
   static constexpr bool is_signed = true;
   static constexpr bool is_integer = false;
   static constexpr bool has_infinity = true;
   static constexpr int digits = 11;
-  static constexpr _Float16 max() { return (_Float16)65504.0f; }
-  static constexpr _Float16 min() { return (_Float16)6.103515625e-05f; }
-  static constexpr _Float16 lowest() { return (_Float16)-65504.0f; }
-  static constexpr _Float16 epsilon() { return (_Float16)0.0009765625f; }
-  static constexpr _Float16 infinity() { return (_Float16)__builtin_inff(); }
-  static constexpr _Float16 quiet_NaN() { return (_Float16)__builtin_nanf(""); }
+  static constexpr half max() { return (half)65504.0f; }
+  static constexpr half min() { return (half)6.103515625e-05f; }
+  static constexpr half lowest() { return (half)-65504.0f; }
+  static constexpr half epsilon() { return (half)0.0009765625f; }
+  static constexpr half infinity() { return (half)__builtin_inff(); }
+  static constexpr half quiet_NaN() { return (half)__builtin_nanf(""); }
 };
 
 // ---------------------------------------------------------------- math
@@ -81,7 +81,7 @@ template <> struct numeric_limits<_Float16> {
     vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = name(v[i]); return r; }
 #define MSLEMU_F1(name, fn)                                                                    \
   MSLEMU_AI float name(float x) { return fn(x); }                                              \
-  MSLEMU_AI _Float16 name(_Float16 x) { return (_Float16)fn((float)x); }                        \
+  MSLEMU_AI half name(half x) { return (half)fn((float)x); }                        \
   MSLEMU_AI double name(double x) { return (double)fn((float)x); }                              \
   MSLEMU_EW1(name)
 MSLEMU_F1(sqrt, __builtin_sqrtf)
@@ -105,24 +105,24 @@ MSLEMU_F1(round, __builtin_roundf)
 MSLEMU_F1(rint, __builtin_rintf)
 MSLEMU_F1(trunc, __builtin_truncf)
 MSLEMU_AI float rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
-MSLEMU_AI _Float16 rsqrt(_Float16 x) { return (_Float16)(1.0f / __builtin_sqrtf((float)x)); }
+MSLEMU_AI half rsqrt(half x) { return (half)(1.0f / __builtin_sqrtf((float)x)); }
 MSLEMU_EW1(rsqrt)
 MSLEMU_AI float fract(float x) { return x - __builtin_floorf(x); }
 MSLEMU_EW1(fract)
 MSLEMU_AI float abs(float x) { return __builtin_fabsf(x); }
-MSLEMU_AI _Float16 abs(_Float16 x) { return x < 0 ? (_Float16)-x : x; }
+MSLEMU_AI half abs(half x) { return x < 0 ? (half)-x : x; }
 MSLEMU_AI int abs(int x) { return x < 0 ? -x : x; }
 MSLEMU_AI long abs(long x) { return x < 0 ? -x : x; }
 MSLEMU_AI short abs(short x) { return x < 0 ? -x : x; }
 MSLEMU_AI char abs(char x) { return x < 0 ? -x : x; }
 MSLEMU_EW1(abs)
 MSLEMU_AI float fabs(float x) { return __builtin_fabsf(x); }
-MSLEMU_AI _Float16 fabs(_Float16 x) { return x < 0 ? (_Float16)-x : x; }
+MSLEMU_AI half fabs(half x) { return x < 0 ? (half)-x : x; }
 MSLEMU_EW1(fabs)
 MSLEMU_AI bool isnan(float x) { return __builtin_isnan(x); }
-MSLEMU_AI bool isnan(_Float16 x) { return __builtin_isnan((float)x); }
+MSLEMU_AI bool isnan(half x) { return __builtin_isnan((float)x); }
 MSLEMU_AI bool isinf(float x) { return __builtin_isinf(x); }
-MSLEMU_AI bool isinf(_Float16 x) { return __builtin_isinf((float)x); }
+MSLEMU_AI bool isinf(half x) { return __builtin_isinf((float)x); }
 MSLEMU_AI bool isfinite(float x) { return __builtin_isfinite(x); }
 MSLEMU_AI bool signbit(float x) { return __builtin_signbit(x); }
 MSLEMU_AI float sign(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f; }
@@ -132,7 +132,7 @@ MSLEMU_AI float atan2(float a, float b) { return __builtin_atan2f(a, b); }
 MSLEMU_AI float fmod(float a, float b) { return __builtin_fmodf(a, b); }
 MSLEMU_AI float copysign(float a, float b) { return __builtin_copysignf(a, b); }
 MSLEMU_AI float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-MSLEMU_AI _Float16 fma(_Float16 a, _Float16 b, _Float16 c) { return (_Float16)__builtin_fmaf((float)a, (float)b, (float)c); }
+MSLEMU_AI half fma(half a, half b, half c) { return (half)__builtin_fmaf((float)a, (float)b, (float)c); }
 template <class T, int N> MSLEMU_AI vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) {
   vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = fma(a[i], b[i], c[i]); return r; }
 template <class T, int N> MSLEMU_AI vec<T, N> pow(const vec<T, N>& a, const vec<T, N>& b) {
@@ -311,7 +311,7 @@ inline bool simd_is_first(const char* file = __builtin_FILE(), int line = __buil
 
 // ---------------------------------------------------------------- simdgroup_matrix
 template <class T> constexpr uint8_t elem_tag_() {
-  if constexpr (std::is_same_v<T, _Float16>) return 1;
+  if constexpr (std::is_same_v<T, half>) return 1;
   else if constexpr (std::is_same_v<T, mslemu::bfloat>) return 2;
   else return 0;
 }
@@ -356,7 +356,7 @@ template <class T, int Cols, int Rows> struct simdgroup_matrix {
 template <class T, int C, int R> MSLEMU_AI simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T v) {
   simdgroup_matrix<T, C, R> m; m.e[0] = v; m.e[1] = v; m.pend = -1; return m; }
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
-typedef simdgroup_matrix<_Float16, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
 typedef simdgroup_matrix<mslemu::bfloat, 8, 8> simdgroup_bfloat8x8;
 
 template <class P> MSLEMU_AI auto rd_(const P& p, ptrdiff_t i) { return p[i]; }

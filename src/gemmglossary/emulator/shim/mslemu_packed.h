@@ -36,7 +36,7 @@ template <class T, int N> struct packed_vec : packed_storage<T, N> {
   typedef metal::packed_vec<T, 3> packed_##name##3;   \
   typedef metal::packed_vec<T, 4> packed_##name##4;
 MSLEMU_PTYPES(float, float)
-MSLEMU_PTYPES(_Float16, half)
+MSLEMU_PTYPES(half, half)
 MSLEMU_PTYPES(int, int)
 MSLEMU_PTYPES(unsigned int, uint)
 MSLEMU_PTYPES(short, short)

@@ -102,6 +102,43 @@ struct alignas(32) Shadow {
   uint32_t w_pc, r_pc, r2_pc;  // code offsets from Ctx::pc_base
 };
 
+// 16-bit float conversions (round to nearest even), usable in constant expressions
+constexpr uint16_t f32_to_f16_bits(float f) {
+  uint32_t x = __builtin_bit_cast(uint32_t, f);
+  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+  int32_t exp = (int32_t)((x >> 23) & 0xffu);
+  if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0u));
+  int32_t e = exp - 127 + 15;
+  if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+  if (e <= 0) {
+    if (e < -10) return (uint16_t)sign;
+    mant |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - e);
+    uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return (uint16_t)(sign | h);
+}
+constexpr float f16_bits_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    float f = (float)mant * (1.0f / 16777216.0f);  // mant * 2^-24
+    return sign ? -f : f;
+  }
+  if (exp == 31) return __builtin_bit_cast(float, sign | 0x7f800000u | (mant << 13));
+  return __builtin_bit_cast(float, sign | ((exp + 112u) << 23) | (mant << 13));
+}
+constexpr uint16_t f32_to_bf16_bits(float f) {
+  uint32_t u = __builtin_bit_cast(uint32_t, f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);  // NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+constexpr float bf16_bits_to_f32(uint16_t b) { return __builtin_bit_cast(float, (uint32_t)b << 16); }
+
 __attribute__((always_inline)) inline const void* here() {
   const void* p;
 #if defined(__x86_64__)

@@ -123,7 +123,7 @@ MSLEMU_VTYPES(int, int)
 MSLEMU_VTYPES(unsigned int, uint)
 MSLEMU_VTYPES(long, long)
 MSLEMU_VTYPES(unsigned long, ulong)
-MSLEMU_VTYPES(_Float16, half)
+MSLEMU_VTYPES(half, half)
 MSLEMU_VTYPES(mslemu::bfloat, bfloat)
 MSLEMU_VTYPES(float, float)
 #undef MSLEMU_VTYPES
