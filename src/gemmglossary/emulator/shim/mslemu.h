@@ -13,7 +13,8 @@
 #define MSLEMU_AI __attribute__((always_inline)) inline
 
 #include "mslemu_f16.h"
-#if defined(__FLT16_MAX__) && !defined(MSLEMU_SOFT_HALF)
+#if defined(__FLT16_MAX__) && !defined(MSLEMU_SOFT_HALF) && \
+    (defined(__clang__) || defined(__x86_64__) || (defined(__GNUC__) && __GNUC__ >= 13))
 typedef _Float16 half;  // g++ >= 12 and clang >= 15 on x86-64
 namespace mslemu { template <> struct is_half<_Float16> : std::true_type {}; }
 #else
