@@ -47,3 +47,29 @@ def test_race_found_on_aarch64(tmp_path):
     exe = _binary(tmp_path, HERE / "kernels" / "tiled.metal", {"BARRIER1": 0})
     r = subprocess.run([QEMU, str(exe)], capture_output=True, text=True, env=dict(os.environ, ISO="1"), timeout=300)
     assert r.returncode != 0 and "data race on threadgroup memory 'As[" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None or shutil.which("g++") is None, reason="needs both g++ and clang++")
+@pytest.mark.parametrize("cxx", ["clang++", "g++"])
+def test_both_compilers_give_the_same_results_and_diagnostics(monkeypatch, cxx):
+    import numpy as np
+
+    from gemmglossary.emulator import DataRaceError, load_kernel
+
+    monkeypatch.setenv("CXX", cxx)
+    build.compiler.cache_clear()
+    try:
+        k = load_kernel(HERE / "kernels" / "conformance.metal", "sgm_mma")
+        rng = np.random.default_rng(1)
+        a, b, c = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(3))
+        out = np.zeros(128, np.float32)
+        k(a, b, c, out, threads=32, threads_per_threadgroup=32)
+        np.testing.assert_allclose(out[:64].reshape(8, 8), a @ b + c, rtol=1e-5, atol=1e-5)
+        racy = load_kernel(HERE / "kernels" / "tiled.metal", "matmul_tiled", defines={"BARRIER1": 0})
+        A = np.ones((40, 40), np.float32)
+        with pytest.raises(DataRaceError) as e:
+            racy(A, A, np.zeros_like(A), 40, 40, 40, threadgroups=(3, 3, 1), threads_per_threadgroup=(16, 16, 1))
+        src = HERE / "kernels" / "tiled.metal"
+        assert f"{src}:28" in str(e.value) and f"{src}:34" in str(e.value)
+    finally:
+        build.compiler.cache_clear()

@@ -166,11 +166,12 @@ def _clean_errors(text: str) -> str:
         for ln in lines:
             ln2 = _pretty(ln)
             m = loc.match(ln2)
-            if m and not _is_shim(m.group(1)) and user_loc is None and "required from" in ln2:
+            if m and not _is_shim(m.group(1)) and user_loc is None and ("required from" in ln2 or "requested here" in ln2):
                 user_loc = f"{m.group(1)}:{m.group(2)}:{m.group(3) or ''}".rstrip(":")
             elif m and _is_shim(m.group(1)) and m.group(4) in ("error", "fatal error") and shim_msg is None:
                 shim_msg = m.group(5)
-            fm = re.search(r"In (?:instantiation of|function) .(?:[\w:<>, ]*?\s)?(?:metal::|mslemu::)?(\w+)\(", ln2)
+            fm = (re.search(r"In (?:instantiation of|function) .(?:[\w:<>, ]*?\s)?(?:metal::|mslemu::)?(\w+)\(", ln2)
+                  or re.search(r"in instantiation of [\w ]*specialization '(?:metal::|mslemu::)?(\w+)[<(']", ln2))
             if fm and func is None:
                 func = fm.group(1)
         if user_loc and shim_msg:

@@ -10,7 +10,13 @@
 #include <limits>
 #include "mslemu_rt.h"
 
+#if defined(__clang__)
+// clang keeps no inline chain for the PCs taken inside these helpers; without debug info of
+// their own, their instructions carry the line of the kernel code that called them
+#define MSLEMU_AI __attribute__((always_inline, nodebug)) inline
+#else
 #define MSLEMU_AI __attribute__((always_inline)) inline
+#endif
 
 #include "mslemu_f16.h"
 #if defined(__FLT16_MAX__) && !defined(MSLEMU_SOFT_HALF) && \

@@ -139,7 +139,12 @@ constexpr uint16_t f32_to_bf16_bits(float f) {
 }
 constexpr float bf16_bits_to_f32(uint16_t b) { return __builtin_bit_cast(float, (uint32_t)b << 16); }
 
-__attribute__((always_inline)) inline const void* here() {
+#if defined(__clang__)
+__attribute__((always_inline, nodebug))
+#else
+__attribute__((always_inline))
+#endif
+inline const void* here() {
   const void* p;
 #if defined(__x86_64__)
   asm volatile("lea 0(%%rip), %0" : "=r"(p));
