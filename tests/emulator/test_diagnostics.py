@@ -207,3 +207,10 @@ kernel void big(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]
 """
     with pytest.raises(KernelCrash, match="stack overflow of a GPU thread"):
         load_kernel(src, "big")(np.zeros(4, np.float32), threads=4, threads_per_threadgroup=4)
+
+
+def test_simdgroup_multiply_by_part_of_the_simdgroup():
+    k = load_kernel(DIAG, "partial_mma")
+    with pytest.raises(SimdgroupDivergenceError) as e:
+        k(np.zeros(64, np.float32), threads=32, threads_per_threadgroup=32)
+    assert f"multiply at {DIAG}:91" in str(e.value), str(e.value)

@@ -84,3 +84,12 @@ kernel void divergent_mma(device float* out [[buffer(0)]], uint lane [[thread_in
   }
   simdgroup_store(c, out, 8);
 }
+
+kernel void partial_mma(device float* out [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+  simdgroup_float8x8 a(1.0f), b(2.0f), c = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  if (lane < 16) {
+    simdgroup_multiply(c, a, b);  // line 91
+  }
+  threadgroup_barrier(mem_flags::mem_none);
+  simdgroup_store(c, out, 8);
+}

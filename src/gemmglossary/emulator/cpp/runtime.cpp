@@ -627,10 +627,17 @@ static Fiber* pick() {
       if (f.state == F_SIMD) { simd = true; fs = &f; }
       else if (f.state != F_DONE) other = true;
     }
-    if (simd && other)
-      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: %s at %s is reached by only part of the live lanes "
+    if (simd && other) {
+      std::string what = fmt("%s at %s", op_name(fs->wop), site(fs->wfile, fs->wline).c_str());
+      if (fs->wop == 15 && fs->nq > 0) {  // a deferred multiply: name where it was issued
+        const LaneOp& o = qop(sg, 0, fs->lane);
+        what = fmt("the simdgroup matrix multiply at %s (its result needed at %s)", site(o.file, o.line).c_str(),
+                   site(fs->wfile, fs->wline).c_str());
+      }
+      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: %s is reached by only part of the live lanes "
                             "of the simdgroup (simd-group functions and simdgroup_matrix operations need every active lane):",
-                            tg_str().c_str(), sg, op_name(fs->wop), site(fs->wfile, fs->wline).c_str()) + describe_waiting(sg));
+                            tg_str().c_str(), sg, what.c_str()) + describe_waiting(sg));
+    }
   }
   finish(E_BARRIER, "deadlock in " + tg_str() + ": a threadgroup_barrier is never reached by all live threads:" +
                         describe_waiting(-1));
