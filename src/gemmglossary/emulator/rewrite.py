@@ -98,6 +98,29 @@ def _match(toks: list[Tok], i: int) -> int:
     raise CompileError(f"{toks[i].file}:{toks[i].line}: error: unbalanced '{open_}'")
 
 
+_OPENER = {")": "(", "]": "[", "}": "{", ">": "<", ">>": "<"}
+
+
+def _match_back(toks: list[Tok], i: int) -> int:
+    """Index of the bracket opening the one that closes at i, or -1.
+
+    Counts only brackets of the same kind; ``>>`` closes two ``<``."""
+    open_ = _OPENER[toks[i].text]
+    closers = (">", ">>") if open_ == "<" else (toks[i].text,)
+    depth = 0
+    k = i
+    while k >= 0:
+        t = toks[k].text
+        if t in closers:
+            depth += 2 if t == ">>" else 1
+        elif t == open_:
+            depth -= 1
+            if depth == 0:
+                return k
+        k -= 1
+    return -1
+
+
 def _blank(toks: list[Tok], a: int, b: int, repl: str = "") -> None:
     """Replace tokens a..b (inclusive) by repl, keeping their newlines."""
     nls = sum(toks[k].text.count("\n") for k in range(a, b + 1))
@@ -296,30 +319,12 @@ class Rewriter:
         lead_attrs = []
         while b >= 0 and toks[b].text == "]" and b > 0 and toks[_prev_sig(toks, b - 1)].text == "]":
             # an attribute block ending just before
-            k = b
-            depth = 0
-            while k >= 0:
-                if toks[k].text == "]":
-                    depth += 1
-                elif toks[k].text == "[":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                k -= 1
+            k = _match_back(toks, b)
             lead_attrs.append((k, b))
             b = _prev_sig(toks, k - 1)
         gnu_before = []
         while b >= 0 and toks[b].text == ")":
-            depth = 0
-            m = b
-            while m >= 0:
-                if toks[m].text == ")":
-                    depth += 1
-                elif toks[m].text == "(":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                m -= 1
+            m = _match_back(toks, b)
             ga = _prev_sig(toks, m - 1)
             if ga < 0 or toks[ga].text != "__attribute__":
                 break
@@ -332,16 +337,7 @@ class Rewriter:
         explicit_inst = False
         if b >= 0 and toks[b].text == ">":
             # template <...> header
-            k = b
-            depth = 0
-            while k >= 0:
-                if toks[k].text in (">", ">>"):
-                    depth += 2 if toks[k].text == ">>" else 1
-                elif toks[k].text == "<":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                k -= 1
+            k = _match_back(toks, b)
             kt = _prev_sig(toks, k - 1)
             if kt >= 0 and toks[kt].text == "template":
                 template_params = _text(toks, k + 1, b - 1)
@@ -418,16 +414,7 @@ class Rewriter:
         # __attribute__ after the name
         while toks[name_i].text == ")" :
             # walk back over __attribute__((...)) placed after the name
-            depth = 0
-            m = name_i
-            while m >= 0:
-                if toks[m].text == ")":
-                    depth += 1
-                elif toks[m].text == "(":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                m -= 1
+            m = _match_back(toks, name_i)
             ga = _prev_sig(toks, m - 1)
             if toks[ga].text != "__attribute__":
                 break
@@ -799,16 +786,7 @@ class Rewriter:
                         q = _prev_sig(toks, q - 1)
                     if q >= 0 and toks[q].text == ")":
                         # find the matching ( and the token before it
-                        depth = 0
-                        m = q
-                        while m >= 0:
-                            if toks[m].text == ")":
-                                depth += 1
-                            elif toks[m].text == "(":
-                                depth -= 1
-                                if depth == 0:
-                                    break
-                            m -= 1
+                        m = _match_back(toks, q)
                         before = toks[_prev_sig(toks, m - 1)].text if m > 0 else ""
                         if before not in ("if", "for", "while", "switch", "catch", "]", "return", "=", ","):
                             is_func = True
