@@ -322,3 +322,27 @@ def test_run_it_index_lists_every_snippet():
     listed = {v for item in run_it for v in (item.values() if isinstance(item, dict) else [item])}
     assert "snippets/index.md" in listed
     assert {f"snippets/{p.name}" for p in SNIPPETS} <= listed, "a snippet is missing from the nav"
+
+
+#: Each glossary entry and case study, and its snippet.
+PAGES = {
+    "glossary/cooperative-load.md": "cooperative_load",
+    "glossary/register-blocking.md": "register_blocking",
+    "glossary/simdgroup-matrix.md": "simdgroup_matrix",
+    "glossary/barriers.md": "barriers",
+    "glossary/epilogue-fusion.md": "epilogue_fusion",
+    "glossary/max-total-threads.md": "max_total_threads",
+    "case-studies/tiled-gemm.md": "tiled_gemm",
+    "case-studies/tiled-to-simdgroup.md": "tiled_to_simdgroup",
+}
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_page_links_its_snippet_and_shows_the_command(page: str):
+    name = PAGES[page]
+    text = (ROOT / "docs" / page).read_text()
+    assert "\n## Run it\n" in text, f"{page}: no 'Run it' section"
+    section = text.split("\n## Run it\n", 1)[1]
+    assert f"](../snippets/{name}.py)" in section, f"{page}: no link to snippets/{name}.py"
+    assert f"\npython snippets/{name}.py\n" in section, f"{page}: no command line"
+    assert (ROOT / "snippets" / f"{name}.py").is_file()
