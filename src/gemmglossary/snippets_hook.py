@@ -156,3 +156,20 @@ def on_files(files: Files, config) -> Files:
                      use_directory_urls=config["use_directory_urls"])
             )
     return files
+
+
+#: A notebook code cell as mkdocs-jupyter renders it: a bare ``<pre>`` in a
+#: ``highlight-ipynb`` div, without the ``<code>`` element Material's copy button needs.
+_NOTEBOOK_CODE_CELL = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>(.*?)</pre>', re.S)
+
+
+def with_copyable_cells(html: str) -> str:
+    """Wrap each notebook code cell in ``<pre><code>`` so Material mounts its copy
+    button on it, as it does on every other code block of the site."""
+    return _NOTEBOOK_CODE_CELL.sub(r"\1<pre><code>\2</code></pre>", html)
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    if page.file.src_uri.startswith(f"{SNIPPETS_DIR}/") and page.file.src_uri.endswith(".py"):
+        return with_copyable_cells(html)
+    return html

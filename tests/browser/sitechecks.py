@@ -424,14 +424,16 @@ def check_excerpts(page, url: str, entries: list[dict]) -> list[str]:
 
 
 def check_copy_buttons(page, url: str) -> tuple[int, list[str]]:
-    """(number of code blocks, problems): every ``pre > code`` has Material's copy button.
+    """(number of code blocks, problems): every code block has Material's copy button:
+    each ``pre > code`` and each notebook code cell (``.highlight-ipynb pre``) of the
+    snippet pages.
 
     Expects *page* to show *url* already, with Material's JavaScript run.
     """
     missing = page.evaluate(
         """(sel) => {
             const pres = Array.from(document.querySelectorAll('.md-content pre'))
-                .filter(pre => pre.querySelector(':scope > code'));
+                .filter(pre => pre.querySelector(':scope > code') || pre.closest('.highlight-ipynb'));
             return [pres.length, pres.filter(pre => !pre.querySelector(sel))
                 .map(pre => pre.textContent.trim().split('\\n')[0].slice(0, 60))];
         }""",

@@ -346,3 +346,13 @@ def test_page_links_its_snippet_and_shows_the_command(page: str):
     assert f"](../snippets/{name}.py)" in section, f"{page}: no link to snippets/{name}.py"
     assert f"\npython snippets/{name}.py\n" in section, f"{page}: no command line"
     assert (ROOT / "snippets" / f"{name}.py").is_file()
+
+
+def test_notebook_code_cells_get_a_code_element_for_the_copy_button():
+    from gemmglossary.snippets_hook import with_copyable_cells
+
+    cell = '<div class="highlight-ipynb hl-python"><pre><span></span><span class="kn">import</span> x\n</pre></div>'
+    output = '<div class="output_area"><pre>printed text</pre></div>'
+    html = with_copyable_cells(cell + output)
+    assert '<div class="highlight-ipynb hl-python"><pre><code><span></span>' in html
+    assert html.count("<code>") == 1, "output cells are not code: no copy button there"
