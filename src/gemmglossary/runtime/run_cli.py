@@ -12,8 +12,10 @@ Exit status: 0 PASS; 1 FAIL or a diagnostic from the emulator / the GPU (printed
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import warnings
 from pathlib import Path
 
 from .gemm_kernels import KERNELS, run_gemm
@@ -21,6 +23,11 @@ from .gemm_kernels import KERNELS, run_gemm
 
 class BadInput(Exception):
     pass
+
+
+def _readable(text: str) -> str:
+    """Messages name files by absolute path; show them relative to where the user stands."""
+    return text.replace(str(Path.cwd()) + os.sep, "")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -130,21 +137,27 @@ def main(argv: list[str] | None = None) -> int:
     diagnostics = _diagnostic_types()
     try:
         chosen = backend(args.backend)
-        kernel = load_kernel(str(path), args.name, defines=defines or None, backend_name=chosen)
-        run = run_gemm(kernel, spec, M, N, K, defines=defines, seed=args.seed, alpha=args.alpha,
-                       beta=args.beta, threads=args.threads, threadgroups=args.threadgroups,
-                       threads_per_threadgroup=args.tpg)
+        # Warnings (e.g. the emulator's PortabilityWarning) are part of what a reader came
+        # to see: print them as lines of the report, not in Python's warning format.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kernel = load_kernel(str(path), args.name, defines=defines or None, backend_name=chosen)
+            run = run_gemm(kernel, spec, M, N, K, defines=defines, seed=args.seed, alpha=args.alpha,
+                           beta=args.beta, threads=args.threads, threadgroups=args.threadgroups,
+                           threads_per_threadgroup=args.tpg)
+        for w in caught:
+            print(_readable(f"{w.category.__name__}: {w.message}"))
     except BackendUnavailable as exc:
         print(f"gemmglossary run: {exc}", file=sys.stderr)
         return 2
     except ValueError as exc:
         if diagnostics and isinstance(exc, diagnostics):
-            print(str(exc))
+            print(_readable(str(exc)))
             return 1
         print(f"gemmglossary run: {exc}", file=sys.stderr)
         return 2
     except diagnostics as exc:  # noqa: B030 - a tuple of exception classes
-        print(str(exc))
+        print(_readable(str(exc)))
         return 1
 
     d = run.dispatch
