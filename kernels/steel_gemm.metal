@@ -8,7 +8,7 @@
 // names follow MLX's scheme: steel_gemm_fused_<nn|nt|tn|tt>_<in>_<out>_bm_bn_bk_wm_wn.
 //
 // Host side (buffers, GEMMParams, function constants, grid): see
-// src/gemmglossary/mlx_steel.py, which follows mlx/backend/metal/matmul.cpp.
+// src/gemmglossary/mlx/steel.py, which follows mlx/backend/metal/matmul.cpp.
 // Compile with the include directory kernels/vendor.
 
 #include "mlx/backend/metal/kernels/utils.h"

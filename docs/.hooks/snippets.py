@@ -1,6 +1,6 @@
 """mkdocs hook: runnable snippets (snippets/*.py) published as executed pages.
 
-Thin on purpose; the logic and its tests live in ``gemmglossary.snippets_hook``.
+Thin on purpose; the logic and its tests live in ``gemmglossary.docs_hooks.snippets``.
 """
 
-from gemmglossary.snippets_hook import on_config, on_files, on_page_content  # noqa: F401
+from gemmglossary.docs_hooks.snippets import on_config, on_files, on_page_content  # noqa: F401

@@ -13,7 +13,7 @@ import sys
 COMMANDS = {
     "vendor": ("gemmglossary.vendor", "copy the pinned MLX steel headers into kernels/vendor/"),
     "excerpts": ("gemmglossary.excerpts.cli", "check or update the excerpt lock"),
-    "run": ("gemmglossary.runtime.run_cli", "run a kernel file with random inputs"),
+    "run": ("gemmglossary.run", "run a kernel file with random inputs"),
     "bench": ("gemmglossary.bench", "benchmarks: `bench emulator`, `bench metal`"),
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mkdocs.exceptions import PluginError
 
-from gemmglossary.excerpts import hook
+from gemmglossary.docs_hooks import excerpts as hook
 from gemmglossary.excerpts.render import add_markers, comment_states
 
 from .conftest import PAGE

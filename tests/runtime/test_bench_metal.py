@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gemmglossary.runtime import bench_metal, metal_status
+from gemmglossary.bench import metal as bench_metal
+from gemmglossary.runtime import metal_status
 
 
 def test_off_apple_says_it_cannot_measure(capsys):

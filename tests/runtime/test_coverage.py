@@ -1,7 +1,7 @@
 """Every kernel file a page quotes is executed by a test (issue 5, item 4).
 
 The quoted files come from the excerpt lock.  A first-party kernel counts as executed
-when it is in the GEMM table (gemmglossary.runtime.gemm_kernels), which
+when it is in the GEMM table (gemmglossary.kernels), which
 test_load_kernel.py runs on every backend; an MLX header counts when
 kernels/steel_gemm.metal includes it (transitively), which test_steel.py runs.
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 
-from gemmglossary import mlx_steel, paths
-from gemmglossary.runtime.gemm_kernels import KERNELS
-from gemmglossary.runtime.includes import included_files
+from gemmglossary import paths
+from gemmglossary.mlx import steel as mlx_steel
+from gemmglossary.kernels import KERNELS
+from gemmglossary.metal.includes import included_files
 
 
 def quoted_files() -> set:

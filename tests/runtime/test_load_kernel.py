@@ -1,6 +1,6 @@
 """``gg.load_kernel`` runs .metal files verbatim on every backend: the four first-party
 GEMM kernels against numpy (bound and dispatched as their header comments say, via
-the table in gemmglossary.runtime.gemm_kernels), and small kernels for the dispatch
+the table in gemmglossary.kernels), and small kernels for the dispatch
 options (threads vs threadgroups, threadgroup_memory, defines, function constants).
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gemmglossary as gg
-from gemmglossary.runtime.gemm_kernels import KERNELS, run_gemm
+from gemmglossary.kernels import KERNELS, run_gemm
 
 SHAPES = [(64, 64, 64), (37, 45, 29), (1, 1, 1), (70, 33, 100)]
 

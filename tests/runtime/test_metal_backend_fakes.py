@@ -1,7 +1,7 @@
 """The Apple code paths driven against stand-ins, so their Python logic runs everywhere.
 
 Nothing here touches a GPU.  A fake ``Metal`` module records what
-gemmglossary.runtime.metal_api asks of Apple's API (compile options, buffers,
+gemmglossary.metal.backend asks of Apple's API (compile options, buffers,
 setBytes, threadgroup memory, dispatch kind, copy-back, GPU time) and a fake
 ``mx.fast.metal_kernel`` records what the metal path of gg.metal_kernel passes to MLX.
 They check our side of the calls against our reading of the documented APIs; whether
@@ -17,7 +17,7 @@ import types
 import numpy as np
 import pytest
 
-from gemmglossary.runtime import metal_api
+from gemmglossary.metal import backend as metal_api
 
 
 class Rec:
@@ -245,7 +245,7 @@ mx = pytest.importorskip("mlx.core")
 
 
 def test_metal_kernel_delegates_to_mlx(monkeypatch):
-    from gemmglossary.runtime import fast
+    from gemmglossary.runtime import custom_kernels as fast
 
     seen = {}
 

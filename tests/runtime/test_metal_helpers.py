@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from gemmglossary import paths
-from gemmglossary.runtime.includes import IncludeError, inline_includes
-from gemmglossary.runtime.signature import scalar_parameter_types
+from gemmglossary.metal.includes import IncludeError, inline_includes
+from gemmglossary.msl.signature import scalar_parameter_types
 
 
 def test_inline_quoted_includes_with_pragma_once_and_line_markers(tmp_path):

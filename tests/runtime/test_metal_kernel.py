@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gemmglossary as gg
-from gemmglossary.runtime import mlx_source as ms
+from gemmglossary.mlx import custom_kernel as ms
 
 mx = pytest.importorskip("mlx.core")
 

@@ -8,7 +8,7 @@ import pytest
 
 from gemmglossary import paths
 from gemmglossary.cli import main as cli_main
-from gemmglossary.runtime.run_cli import main
+from gemmglossary.run import main
 
 
 def kernel_path(name):

@@ -1,6 +1,6 @@
 """MLX's steel ``gemm`` (kernels/steel_gemm.metal) through gg.load_kernel on every backend.
 
-Host parameters come from gemmglossary.mlx_steel (MLX v0.32.4 matmul.cpp restated);
+Host parameters come from gemmglossary.mlx.steel (MLX v0.32.4 matmul.cpp restated);
 this is the test that executes the steel headers the pages quote.
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gemmglossary as gg
-from gemmglossary import mlx_steel
+from gemmglossary.mlx import steel as mlx_steel
 
 
 def _run(launch):

@@ -24,7 +24,7 @@ import jupytext
 import pytest
 import yaml
 
-from gemmglossary import snippets_hook
+from gemmglossary.docs_hooks import snippets as snippets_hook
 
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = snippets_hook.snippet_paths(ROOT)
@@ -349,7 +349,7 @@ def test_page_links_its_snippet_and_shows_the_command(page: str):
 
 
 def test_notebook_code_cells_get_a_code_element_for_the_copy_button():
-    from gemmglossary.snippets_hook import with_copyable_cells
+    from gemmglossary.docs_hooks.snippets import with_copyable_cells
 
     cell = '<div class="highlight-ipynb hl-python"><pre><span></span><span class="kn">import</span> x\n</pre></div>'
     output = '<div class="output_area"><pre>printed text</pre></div>'

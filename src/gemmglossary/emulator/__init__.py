@@ -14,7 +14,7 @@ How a source becomes a shared object (see build.py, rewrite.py):
    macros, ``#include "..."`` (resolved through the file's directory and
    ``include_dirs``) and ``-D`` defines are applied exactly once, vendored files are never
    touched, and linemarkers keep every line's original file and number.
-2. A tokenizer-based rewriter (lexer.py) turns address spaces into checked pointer
+2. A tokenizer-based rewriter (rewrite.py, on gemmglossary.msl.lexer) turns address spaces into checked pointer
    types (``device T*`` -> ``mslemu::ptr<1, T>``, one type per address space, so
    overloads on address space stay distinct), threadgroup arrays into views of memory
    shared by the threadgroup's fibers, function constants into compile-time constants,

@@ -61,7 +61,7 @@ def compiler() -> tuple[str, str]:
 @lru_cache(maxsize=1)
 def shim_hash() -> str:
     h = hashlib.sha256(EMULATOR_VERSION.encode())
-    files = [HERE / "rewrite.py", HERE / "lexer.py", HERE / "build.py"]
+    files = [HERE / "rewrite.py", HERE.parent / "msl" / "lexer.py", HERE / "build.py"]
     for d in (SHIM_DIR, HERE / "cpp"):
         files += sorted(d.rglob("*"))
     if True:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import CompileError
-from .lexer import Tok, assign_lines, join, tokenize
+from ..msl.lexer import Tok, assign_lines, join, tokenize
 
 ADDRESS_SPACES = {"device": 1, "constant": 2, "threadgroup": 3, "thread": 0,
                   "threadgroup_imageblock": 0, "ray_data": 0, "object_data": 0}

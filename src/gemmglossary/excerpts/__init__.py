@@ -7,6 +7,7 @@ content is a pymdownx.snippets line (``--8<-- "kernels/x.metal:31:52"``).
 - :mod:`.lock` reads and writes ``excerpts.lock.json`` (page, file, range, sha256);
 - :mod:`.check` compares pages, files and lock and reports precise problems;
 - :mod:`.update` re-anchors moved excerpts and rewrites the lock;
-- :mod:`.hook` is the mkdocs hook (check, expand, publish first-party kernels);
+- the mkdocs hook that uses them (check, expand, publish first-party kernels) is
+  :mod:`gemmglossary.docs_hooks.excerpts`;
 - :mod:`.cli` is ``gemmglossary excerpts check|update``.
 """

@@ -15,12 +15,12 @@ the Linux machines this project is developed on; CI on macos-14 exercises them.
 from __future__ import annotations
 
 from .selection import BACKENDS, ENV_VAR, BackendUnavailable, backend, metal_status
-from .fast import metal_kernel
+from .custom_kernels import metal_kernel
 
 
 def load_kernel(path_or_source, name, *, defines=None, function_constants=None, include_dirs=None,
                 backend_name: str | None = None):
-    """Compile kernel ``name``; see the emulator and :mod:`.metal_api` for the call.
+    """Compile kernel ``name``; see the emulator and :mod:`gemmglossary.metal.backend` for the call.
 
     ``kernel(*buffers, threads=(x,y,z) | threadgroups=(x,y,z), threads_per_threadgroup=(x,y,z),
     threadgroup_memory={index: bytes})``; numpy arrays are device buffers written back
@@ -29,7 +29,7 @@ def load_kernel(path_or_source, name, *, defines=None, function_constants=None, 
     chosen = backend(backend_name)
     kwargs = dict(defines=defines, function_constants=function_constants, include_dirs=include_dirs)
     if chosen == "metal":
-        from .metal_api import load_kernel as metal_load_kernel
+        from ..metal.backend import load_kernel as metal_load_kernel
 
         return metal_load_kernel(path_or_source, name, **kwargs)
     from ..emulator import load_kernel as emulator_load_kernel

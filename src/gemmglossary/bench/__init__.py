@@ -3,7 +3,7 @@
 ``bench emulator`` runs the first-party GEMM kernels on the CPU emulator at 128³, 256³
 and 512³ and prints emulated GFLOP/s next to numpy's matmul time measured in the same
 run (the ratio says how many times slower than numpy the emulation is). It measures the
-emulator, not a GPU. ``bench metal`` is delegated to :mod:`gemmglossary.runtime.bench_metal`.
+emulator, not a GPU. ``bench metal`` is delegated to :mod:`gemmglossary.bench.metal`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def _numpy_time(a, b, calls: int = 20) -> float:
 def _launcher(name: str):
     import numpy as np
 
-    from .emulator import load_kernel
-    from .paths import kernels_dir
+    from ..emulator import load_kernel
+    from ..paths import kernels_dir
 
     k = load_kernel(kernels_dir() / f"{name}.metal", name)
     if name == "tiled_gemm":
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     what, rest = argv[0], argv[1:]
     if what == "metal":
         try:
-            from .runtime import bench_metal
+            from . import metal as bench_metal
         except ImportError:
             print("cannot measure GPU speed here: no Apple GPU")
             return 0

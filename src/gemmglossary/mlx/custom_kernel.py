@@ -13,7 +13,7 @@ The rules below were read from MLX's sources (``mlx/backend/common/metal_kernel.
 ``mlx/backend/metal/custom_kernel.cpp``) as of the 0.32 release line -- the snapshot
 we could read is main shortly after v0.32.2, the v0.32.4 tag itself was not
 available -- and are checked byte for byte against the text the installed mlx 0.32.4
-wheel prints with ``verbose=True`` (``tests/runtime/test_mlx_source.py``).  This is
+wheel prints with ``verbose=True`` (``tests/mlx/test_custom_kernel_source.py``).  This is
 an independent re-implementation, not a copy.
 
 Quirks kept on purpose, because MLX has them:

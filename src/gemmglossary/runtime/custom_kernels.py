@@ -3,7 +3,7 @@
 On the ``metal`` backend this is ``mx.fast.metal_kernel`` itself (numpy inputs are
 converted to mlx arrays and the outputs back).  On the ``emulator`` backend the
 kernel source is generated exactly as MLX 0.32.4 generates it
-(:mod:`.mlx_source`), prefixed like MLX prefixes it (its ``utils.h``), and run on the
+(:mod:`gemmglossary.mlx.custom_kernel`), prefixed like MLX prefixes it (its ``utils.h``), and run on the
 CPU emulator with MLX's dispatch: ``grid`` counts threads (``dispatchThreads``) and
 each threadgroup dimension is ``min(threadgroup, grid)``.
 
@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import mlx_source as ms
+from ..mlx import custom_kernel as ms
 from .selection import BackendUnavailable, backend
 
 #: MLX compiles ``metal::utils() + source``: the text of its kernels/utils.h.

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import paths
 from .includes import inline_includes
-from .signature import scalar_parameter_types
+from ..msl.signature import scalar_parameter_types
 
 
 class MetalError(RuntimeError):

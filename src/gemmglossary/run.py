@@ -2,7 +2,7 @@
 
 The kernel file is compiled as it is (with ``--define``s) on the active backend, fed
 random float32 matrices, and its C is compared with numpy.  Buffers and dispatch come
-from the table in :mod:`.gemm_kernels`, keyed by the kernel's function name, so an
+from the table in :mod:`gemmglossary.kernels`, keyed by the kernel's function name, so an
 edited copy of a first-party kernel runs the same way.
 
 Exit status: 0 PASS; 1 FAIL or a diagnostic from the emulator / the GPU (printed);
@@ -18,7 +18,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from .gemm_kernels import KERNELS, run_gemm
+from .kernels import KERNELS, run_gemm
 
 
 class BadInput(Exception):
@@ -92,13 +92,13 @@ def _declares_kernel(source: str, name: str) -> bool:
 def _diagnostic_types():
     types = []
     try:
-        from ..emulator import EmulatorError
+        from .emulator import EmulatorError
 
         types.append(EmulatorError)
     except Exception:
         pass
     try:
-        from .metal_api import MetalError
+        from .metal.backend import MetalError
 
         types.append(MetalError)
     except Exception:
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gemmglossary run: {exc}", file=sys.stderr)
         return 2
 
-    from . import BackendUnavailable, backend, load_kernel
+    from .runtime import BackendUnavailable, backend, load_kernel
 
     diagnostics = _diagnostic_types()
     try:

@@ -35,7 +35,7 @@ from pathlib import Path
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 
-from .paths import project_root
+from ..paths import project_root
 
 log = logging.getLogger("mkdocs.hooks.snippets")
 

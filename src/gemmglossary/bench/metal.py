@@ -38,8 +38,8 @@ def _time_mlx(n: int, repeats: int) -> float:
 
 
 def _time_kernel(spec, n: int, repeats: int) -> tuple[float, bool]:
-    from . import load_kernel
-    from .gemm_kernels import run_gemm
+    from ..runtime import load_kernel
+    from ..kernels import run_gemm
 
     kernel = load_kernel(str(spec.path), spec.name, backend_name="metal")
     first = run_gemm(kernel, spec, n, n, n)  # correctness and warm-up
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated square sizes")
     args = p.parse_args(argv)
 
-    from .selection import metal_status
+    from ..runtime.selection import metal_status
 
     ok, reason = metal_status()
     if not ok:
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import mlx.core as mx
 
-    from .gemm_kernels import KERNELS
+    from ..kernels import KERNELS
 
     if not mx.metal.is_available():
         print("bench metal: mlx reports no Metal device (mx.metal.is_available() is False)", file=sys.stderr)

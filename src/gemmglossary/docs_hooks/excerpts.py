@@ -20,10 +20,10 @@ from mkdocs.structure.files import File, Files
 
 from .. import vendor
 from ..paths import project_root
-from .blocks import Block, find_blocks
-from .lock import LockError, lock_path
-from .check import VENDOR_PREFIX, FileCache, check, check_excerpt, display_path
-from .render import expand, link_text, source_link
+from ..excerpts.blocks import Block, find_blocks
+from ..excerpts.lock import LockError, lock_path
+from ..excerpts.check import VENDOR_PREFIX, FileCache, check, check_excerpt, display_path
+from ..excerpts.render import expand, link_text, source_link
 
 MLX_PREFIX = VENDOR_PREFIX + vendor.MLX_KERNELS_SUBPATH + "/"
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import paths
+from . import paths
 
 GEMM_PARAMS = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("lda", "<u4"),
                         ("ldb", "<u4"), ("ldc", "<u4"), ("alpha", "<f4"), ("beta", "<f4")])

@@ -2,7 +2,7 @@
 
 The kernel comes from the headers copied out of the pinned mlx wheel (their hashes are
 checked in tests/test_vendor.py); kernels/steel_gemm.metal only instantiates it, and
-gemmglossary.mlx_steel computes the host parameters the way MLX's matmul.cpp does.
+gemmglossary.mlx.steel computes the host parameters the way MLX's matmul.cpp does.
 
 Tolerances: float32 accumulates in float32, so |error| ≤ 1e-4 for these K (≤ 130, inputs
 in [-1, 1]). float16 rounds inputs and the output to half (about 3 decimal digits) while
@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pytest
 
-from gemmglossary import mlx_steel
+from gemmglossary.mlx import steel as mlx_steel
 from gemmglossary.emulator import OutOfBoundsError, load_kernel
 
 DTYPES = {"float32": np.float32, "float16": np.float16}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .paths import kernels_dir, vendor_dir
+from ..paths import kernels_dir, vendor_dir
 
 #: ``struct GEMMParams`` of steel/gemm/params.h, laid out as the Metal compiler does
 #: (natural alignment: the int64 strides start on an 8-byte boundary).

@@ -26,7 +26,7 @@ import textwrap
 
 import pytest
 
-from gemmglossary.runtime import mlx_source as ms
+from gemmglossary.mlx import custom_kernel as ms
 
 EXP_BODY = """
     uint elem = thread_position_in_grid.x;
