@@ -109,31 +109,32 @@ asm(".text\n.globl " MSLEMU_SYM "\n.p2align 2\n" MSLEMU_SYM ":\n"
     "  add sp, sp, #176\n  ret\n");
 #endif
 
-static const size_t STACK = 256 * 1024;
-static const size_t GUARD = 4096;
-static char* stacks;
-static size_t nstacks;
-static Fiber* F;
-static uint32_t N;
-static void* sched_sp;
-static uint32_t live, barrier_arrived;
-static int barrier_seen;
-struct SGState { uint32_t live, arrived; };
-static SGState S[32];
-static MslemuLaunch* Lp;
-static MslemuResult* R;
-static uint64_t rng;
-static uint32_t cursor;
-static int worker = 0, nworkers = 1;
-static uintptr_t so_base;
+// ---- the state of this process's run (one threadgroup at a time)
+static const size_t FIBER_STACK_BYTES = 256 * 1024;
+static const size_t STACK_GUARD_BYTES = 4096;  // a PROT_NONE page below each stack catches overflows
+static char* fiber_stacks;        // one stack + guard per thread of the largest threadgroup
+static size_t fiber_stack_count;
+static Fiber* fibers;             // the threads of the threadgroup being run, by thread_index_in_threadgroup
+static uint32_t tg_threads;       // how many: edge threadgroups of dispatchThreads are smaller
+static void* sched_sp;            // the scheduler's saved stack pointer
+static uint32_t live_threads;     // threads of the threadgroup that have not returned
+static uint32_t barrier_arrivals; // live threads waiting at a threadgroup_barrier
+struct SimdgroupCount { uint32_t live, arrived; };  // lanes not yet returned; lanes waiting at a simd-group op
+static SimdgroupCount sg_count[32];
+static MslemuLaunch* launch;      // the caller's launch description
+static MslemuResult* result;      // where this process reports (each worker has its own)
+static uint64_t schedule_rng;     // xorshift state of the random schedule, seeded per threadgroup
+static uint32_t lockstep_cursor;  // next thread to run in the lockstep schedule
+static int worker_index = 0, worker_count = 1;  // this process runs threadgroups worker_index, +worker_count, ...
+static uintptr_t so_base;         // load address of the kernel's shared object: reported PCs are offsets from it
 #ifdef MSLEMU_UCONTEXT
 static std::vector<ucontext_t> uctx;
 static ucontext_t sched_uc;
 #endif
 
 struct TgRegion { char* p; uint64_t size; const char* name; uint32_t esize, nd, dims[4]; };
-static TgRegion regions[128];
-static int nregions;
+static TgRegion tg_regions[128];
+static int tg_region_count;
 
 static std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
 static std::string fmt(const char* f, ...) {
@@ -148,9 +149,9 @@ static std::string th_str(const Fiber* f) {
 }
 
 [[noreturn]] static void finish(int kind, const std::string& m) {
-  R->status = kind;
-  snprintf(R->msg, sizeof R->msg, "%s", m.c_str());
-  if (Lp->isolate) _exit(kind);
+  result->status = kind;
+  snprintf(result->msg, sizeof result->msg, "%s", m.c_str());
+  if (launch->isolate) _exit(kind);
   // in-process mode (debugging only): abort the whole run
   fprintf(stderr, "%s\n", m.c_str());
   _exit(kind);
@@ -196,8 +197,8 @@ static std::string site(const char* file, int line) { return fmt("%s:%d", file ?
 static std::string describe_waiting(int sg_only) {
   struct Grp { int state; const char* file; int line; int op; std::vector<uint32_t> ids; };
   std::vector<Grp> gs;
-  for (uint32_t i = 0; i < N; ++i) {
-    Fiber* f = &F[i];
+  for (uint32_t i = 0; i < tg_threads; ++i) {
+    Fiber* f = &fibers[i];
     if (sg_only >= 0 && (int)f->sg != sg_only) continue;
     Grp* gp = nullptr;
     for (auto& x : gs)
@@ -227,9 +228,9 @@ static void yield_() {
 #else
   Fiber* me = g.cur;
   Fiber* nx;
-  if (Lp->schedule == 0 && cursor < N && F[cursor].state == F_READY) {  // lockstep fast path
-    nx = &F[cursor];
-    cursor = cursor + 1 == N ? 0 : cursor + 1;
+  if (launch->schedule == 0 && lockstep_cursor < tg_threads && fibers[lockstep_cursor].state == F_READY) {  // lockstep fast path
+    nx = &fibers[lockstep_cursor];
+    lockstep_cursor = lockstep_cursor + 1 == tg_threads ? 0 : lockstep_cursor + 1;
   } else {
     nx = pick();
   }
@@ -246,47 +247,46 @@ static void yield_() {
 static void release_barrier() {
   Fiber* first = nullptr;
   int flags = 0;
-  for (uint32_t i = 0; i < N; ++i) {
-    Fiber* f = &F[i];
+  for (uint32_t i = 0; i < tg_threads; ++i) {
+    Fiber* f = &fibers[i];
     if (f->state != F_BARRIER) continue;
     flags |= f->wop;
     if (!first) { first = f; continue; }
     if (f->wline != first->wline || (f->wfile != first->wfile && strcmp(f->wfile, first->wfile))) {
       g.cur = nullptr;
-      finish(E_BARRIER, "threadgroup_barrier divergence in " + tg_str() + ": live threads wait at different barriers (" +
+      finish(E_BARRIER, "threadgroup_barrier divergence in " + tg_str() + ": live_threads threads wait at different barriers (" +
                             site(first->wfile, first->wline) + " and " + site(f->wfile, f->wline) +
-                            "); every live thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
+                            "); every live_threads thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
     }
   }
-  if (live < N && !R->warn) {
-    R->warn = 1;
+  if (live_threads < tg_threads && !result->warn) {
+    result->warn = 1;
     std::vector<uint32_t> done;
-    for (uint32_t i = 0; i < N; ++i) if (F[i].state == F_DONE) done.push_back(i);
-    snprintf(R->warn_msg, sizeof R->warn_msg,
+    for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_DONE) done.push_back(i);
+    snprintf(result->warn_msg, sizeof result->warn_msg,
              "threads %s of %s returned before the threadgroup_barrier at %s; Apple GPUs let returned threads skip "
              "barriers, but the Metal specification requires every thread to reach them (not portable)",
              id_list(done).c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str());
   }
   if (flags & 2) { g.tg_sync = ++g.clock; }
-  for (uint32_t i = 0; i < N; ++i) if (F[i].state == F_BARRIER) F[i].state = F_READY;
-  barrier_arrived = 0;
-  barrier_seen = 1;
+  for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_BARRIER) fibers[i].state = F_READY;
+  barrier_arrivals = 0;
 }
 
 void mslemu::barrier(int flags, const char* file, int line) {
   Fiber* f = g.cur;
   if (f->nq) mma_flush(file, line);
   f->state = F_BARRIER; f->wfile = file; f->wline = line; f->wop = flags;
-  if (++barrier_arrived == live) release_barrier();
+  if (++barrier_arrivals == live_threads) release_barrier();
   else yield_();
   f->state = F_READY;
 }
 
 static void complete_sg(uint32_t sg) {
   Fiber* L[32];
-  uint32_t base = sg * 32, n = N - base < 32 ? N - base : 32;
-  if (S[sg].live == n) {  // fast path: the whole simdgroup is live and waiting here
-    Fiber* f0 = &F[base];
+  uint32_t base = sg * 32, n = tg_threads - base < 32 ? tg_threads - base : 32;
+  if (sg_count[sg].live == n) {  // fast path: the whole simdgroup is live and waiting here
+    Fiber* f0 = &fibers[base];
     bool same = true;
     for (uint32_t i = 0; i < n; ++i) {
       Fiber* f = f0 + i;
@@ -297,14 +297,14 @@ static void complete_sg(uint32_t sg) {
       if (f0->wop != 100) ((CombineFn)f0->cextra)(f0->wop, L, (int)n);
       else g.sg_sync[sg] = ++g.clock;
       for (uint32_t i = 0; i < n; ++i) f0[i].state = F_READY;
-      S[sg].arrived = 0;
+      sg_count[sg].arrived = 0;
       return;
     }
   }
   for (uint32_t i = 0; i < 32; ++i) L[i] = nullptr;
   Fiber* first = nullptr;
   for (uint32_t i = 0; i < n; ++i) {
-    Fiber* f = &F[base + i];
+    Fiber* f = &fibers[base + i];
     if (f->state != F_SIMD) continue;
     if (!first) first = f;
     else if (f->wop != first->wop || f->wline != first->wline || (f->wfile != first->wfile && strcmp(f->wfile, first->wfile))) {
@@ -319,14 +319,14 @@ static void complete_sg(uint32_t sg) {
   if (first->wop != 100) ((CombineFn)first->cextra)(first->wop, L, (int)n);
   else g.sg_sync[sg] = ++g.clock;
   for (uint32_t i = 0; i < n; ++i) if (L[i]) L[i]->state = F_READY;
-  S[sg].arrived = 0;
+  sg_count[sg].arrived = 0;
 }
 
 void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
   Fiber* f = g.cur;
   if (f->nq && op != 15) mma_flush(file, line);
   f->state = F_SIMD; f->wfile = file; f->wline = line; f->wop = op; f->cextra = (const void*)fn;
-  if (++S[f->sg].arrived == S[f->sg].live) complete_sg(f->sg);
+  if (++sg_count[f->sg].arrived == sg_count[f->sg].live) complete_sg(f->sg);
   else yield_();
   f->state = F_READY;
 }
@@ -351,11 +351,11 @@ static void mm8(const float (*A)[8], const float (*B)[8], const float (*C)[8], f
   }
 }
 
-static const unsigned char LROW[32] = {0,0,1,1,2,2,3,3,0,0,1,1,2,2,3,3,4,4,5,5,6,6,7,7,4,4,5,5,6,6,7,7};
-static const unsigned char LCOL[32] = {0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6,0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6};
+static const unsigned char FRAGMENT_ROW[32] = {0,0,1,1,2,2,3,3,0,0,1,1,2,2,3,3,4,4,5,5,6,6,7,7,4,4,5,5,6,6,7,7};
+static const unsigned char FRAGMENT_COL[32] = {0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6,0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6};
 
 
-static float mma_D[MMA_QCAP][8][8];  // results of the queued multiplies, row-major
+static float mma_results[MMA_QCAP][8][8];  // results of the queued multiplies, row-major
 
 static void round_matrix(float (*D)[8], int td) {
   for (int r = 0; r < 8; ++r)
@@ -412,10 +412,10 @@ static void flush_combine(int, Fiber** L, int n) {
     for (int k = 0; k < 3; ++k) {
       float (*X)[8] = M[k];
       if (full && uni[k] && o0.dep[k] >= 0) {
-        memcpy(X, mma_D[o0.dep[k]], sizeof A);
+        memcpy(X, mma_results[o0.dep[k]], sizeof A);
       } else if (full && uni[k]) {  // fresh operands staged by every lane
         for (int i = 0; i < 32; ++i) {
-          int rr = LROW[i], cc = LCOL[i];
+          int rr = FRAGMENT_ROW[i], cc = FRAGMENT_COL[i];
           X[rr][cc] = ops[i].in[2 * k];
           X[rr][cc + 1] = ops[i].in[2 * k + 1];
         }
@@ -424,10 +424,10 @@ static void flush_combine(int, Fiber** L, int n) {
         for (int i = 0; i < n; ++i) {
           if (!L[i]) continue;
           const LaneOp& o = ops[i];
-          int rr = LROW[i], cc = LCOL[i];
+          int rr = FRAGMENT_ROW[i], cc = FRAGMENT_COL[i];
           if (o.dep[k] >= 0) {
-            X[rr][cc] = mma_D[o.dep[k]][rr][cc];
-            X[rr][cc + 1] = mma_D[o.dep[k]][rr][cc + 1];
+            X[rr][cc] = mma_results[o.dep[k]][rr][cc];
+            X[rr][cc + 1] = mma_results[o.dep[k]][rr][cc + 1];
           } else {
             X[rr][cc] = o.in[2 * k];
             X[rr][cc + 1] = o.in[2 * k + 1];
@@ -435,12 +435,12 @@ static void flush_combine(int, Fiber** L, int n) {
         }
       }
     }
-    mm8(A, B, C, mma_D[q]);
+    mm8(A, B, C, mma_results[q]);
     // results are rounded to the destination type, as a register of that type would be
     if (same_td) {
-      if (o0.td) round_matrix(mma_D[q], o0.td);
+      if (o0.td) round_matrix(mma_results[q], o0.td);
     } else {
-      round_matrix(mma_D[q], 1);  // mixed destination types across lanes cannot happen in uniform code
+      round_matrix(mma_results[q], 1);  // mixed destination types across lanes cannot happen in uniform code
     }
   }
   for (int q = 0; q < nq; ++q) {
@@ -448,8 +448,8 @@ static void flush_combine(int, Fiber** L, int n) {
     for (int i = 0; i < n; ++i) {
       LaneOp& o = ops[i];
       if (!L[i] || !o.reg_e) continue;
-      int rr = LROW[i], cc = LCOL[i];
-      float v0 = mma_D[q][rr][cc], v1 = mma_D[q][rr][cc + 1];
+      int rr = FRAGMENT_ROW[i], cc = FRAGMENT_COL[i];
+      float v0 = mma_results[q][rr][cc], v1 = mma_results[q][rr][cc + 1];
       if (o.td == 0) { ((float*)o.reg_e)[0] = v0; ((float*)o.reg_e)[1] = v1; }
       else if (o.td == 1) { ((uint16_t*)o.reg_e)[0] = f32_to_f16_bits(v0); ((uint16_t*)o.reg_e)[1] = f32_to_f16_bits(v1); }
       else { ((uint16_t*)o.reg_e)[0] = f32_to_bf16_bits(v0); ((uint16_t*)o.reg_e)[1] = f32_to_bf16_bits(v1); }
@@ -473,8 +473,8 @@ void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_
     fail(E_LAUNCH, "threadgroup memory exhausted: '%s' needs %llu bytes at offset %llu, but Apple GPUs provide 32768 bytes per threadgroup",
          name, (unsigned long long)bytes, (unsigned long long)off);
   g.arena_used = off + bytes;
-  if (nregions < 128) {
-    TgRegion& rg = regions[nregions++];
+  if (tg_region_count < 128) {
+    TgRegion& rg = tg_regions[tg_region_count++];
     rg.p = g.arena + off; rg.size = bytes; rg.name = name; rg.esize = esize; rg.nd = nd > 4 ? 0 : nd;
     for (uint32_t k = 0; k < rg.nd; ++k) rg.dims[k] = dims[k];
   }
@@ -484,8 +484,8 @@ void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_
 // "tile[3][5]" for a byte offset into a threadgroup array (or "'name' (byte offset N)")
 static std::string tg_element(const void* p) {
   const char* c = (const char*)p;
-  for (int i = 0; i < nregions; ++i) {
-    const TgRegion& rg = regions[i];
+  for (int i = 0; i < tg_region_count; ++i) {
+    const TgRegion& rg = tg_regions[i];
     if (c < rg.p || c >= rg.p + rg.size) continue;
     uint64_t off = (uint64_t)(c - rg.p);
     if (rg.esize && rg.nd) {
@@ -506,11 +506,11 @@ static std::string tg_element(const void* p) {
 const char* mslemu::buffer_name_for(const void* p, const void** lo, const void** hi) {
   const char* c = (const char*)p;
   for (int strict = 1; strict >= 0; --strict) {
-    for (int i = 0; i < nregions; ++i) {
-      const char* e = regions[i].p + regions[i].size;
-      if (c >= regions[i].p && (strict ? c < e : c <= e)) {
-        *lo = regions[i].p; *hi = e;
-        return regions[i].name;
+    for (int i = 0; i < tg_region_count; ++i) {
+      const char* e = tg_regions[i].p + tg_regions[i].size;
+      if (c >= tg_regions[i].p && (strict ? c < e : c <= e)) {
+        *lo = tg_regions[i].p; *hi = e;
+        return tg_regions[i].name;
       }
     }
     for (int i = 0; i < 32; ++i) {
@@ -543,7 +543,7 @@ void* mslemu::oob(const void* pc, const void* p, const void* lo, const void* hi,
   m += " in " + tg_str() + ", " + th_str(g.cur);
   if (g.oob_lenient && elem <= sizeof poison) {
     // reads outside a buffer give zeros; a write is caught when the run ends
-    if (!R->oob_msg[0]) snprintf(R->oob_msg, sizeof R->oob_msg, "%s", m.c_str());
+    if (!result->oob_msg[0]) snprintf(result->oob_msg, sizeof result->oob_msg, "%s", m.c_str());
     return poison;
   }
   finish(E_OOB, m);
@@ -552,7 +552,7 @@ void* mslemu::oob(const void* pc, const void* p, const void* lo, const void* hi,
 void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, uint32_t pc_other_off) {
   const void* pc_other = (const void*)(g.pc_base + pc_other_off);
   Fiber* me = g.cur;
-  Fiber* o = &F[other];
+  Fiber* o = &fibers[other];
   const char* what = kind == 1 ? "reads" : "writes";
   const char* other_what = kind == 3 ? "read" : "wrote";
   std::string m = fmt("data race on threadgroup memory %s in %s: ", tg_element(p).c_str(), tg_str().c_str());
@@ -563,26 +563,26 @@ void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, u
 
 void mslemu::uninit_read(const void* p, const void* pc) {
   static uint64_t reported_gen = 0;
-  if (R->uninit_msg[0] || reported_gen == g.tg_gen + 1) return;
+  if (result->uninit_msg[0] || reported_gen == g.tg_gen + 1) return;
   reported_gen = g.tg_gen + 1;
   std::string m = fmt("%s reads threadgroup memory %s at ", th_str(g.cur).c_str(), tg_element(p).c_str()) + pcs(pc) +
                   " in " + tg_str() +
                   " before any thread of the threadgroup wrote it; threadgroup memory starts with undefined contents "
                   "on a GPU (the emulator gives 0)";
-  snprintf(R->uninit_msg, sizeof R->uninit_msg, "%s", m.c_str());
+  snprintf(result->uninit_msg, sizeof result->uninit_msg, "%s", m.c_str());
 }
 
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
-  Lp->entry();
+  launch->entry();
   if (g.cur->nq) mma_flush("(thread exit)", 0);
   Fiber* f = g.cur;
   f->state = F_DONE;
-  --live;
-  SGState& s = S[f->sg];
+  --live_threads;
+  SimdgroupCount& s = sg_count[f->sg];
   --s.live;
   if (s.live && s.arrived == s.live) complete_sg(f->sg);
-  if (live && barrier_arrived == live) release_barrier();
+  if (live_threads && barrier_arrivals == live_threads) release_barrier();
 #ifdef MSLEMU_UCONTEXT
   setcontext(&sched_uc);
 #else
@@ -593,37 +593,37 @@ static void fiber_main() {
 }
 
 static Fiber* pick() {
-  if (Lp->schedule == 0) {
-    for (uint32_t k = 0; k < N; ++k) {
-      uint32_t i = cursor + k;
-      if (i >= N) i -= N;
-      if (F[i].state == F_READY) { cursor = i + 1 == N ? 0 : i + 1; return &F[i]; }
+  if (launch->schedule == 0) {
+    for (uint32_t k = 0; k < tg_threads; ++k) {
+      uint32_t i = lockstep_cursor + k;
+      if (i >= tg_threads) i -= tg_threads;
+      if (fibers[i].state == F_READY) { lockstep_cursor = i + 1 == tg_threads ? 0 : i + 1; return &fibers[i]; }
     }
     return nullptr;
   }
-  if (Lp->schedule == 1) {  // simdgroup-major: lowest ready thread index
-    for (uint32_t i = 0; i < N; ++i) if (F[i].state == F_READY) return &F[i];
+  if (launch->schedule == 1) {  // simdgroup-major: lowest ready thread index
+    for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_READY) return &fibers[i];
     return nullptr;
   }
   uint32_t cnt = 0;
-  for (uint32_t i = 0; i < N; ++i) cnt += F[i].state == F_READY;
+  for (uint32_t i = 0; i < tg_threads; ++i) cnt += fibers[i].state == F_READY;
   if (!cnt) return nullptr;
-  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-  uint32_t k = (uint32_t)(rng % cnt);
-  for (uint32_t i = 0; i < N; ++i)
-    if (F[i].state == F_READY && k-- == 0) return &F[i];
+  schedule_rng ^= schedule_rng << 13; schedule_rng ^= schedule_rng >> 7; schedule_rng ^= schedule_rng << 17;
+  uint32_t k = (uint32_t)(schedule_rng % cnt);
+  for (uint32_t i = 0; i < tg_threads; ++i)
+    if (fibers[i].state == F_READY && k-- == 0) return &fibers[i];
   return nullptr;
 }
 
 [[noreturn]] static void deadlock() {
   g.cur = nullptr;
-  // a simdgroup whose live lanes are split between a simd-group op and something else
+  // a simdgroup whose live_threads lanes are split between a simd-group op and something else
   for (uint32_t sg = 0; sg < g.nsg; ++sg) {
-    uint32_t base = sg * 32, n = N - base < 32 ? N - base : 32;
+    uint32_t base = sg * 32, n = tg_threads - base < 32 ? tg_threads - base : 32;
     bool simd = false, other = false;
     const Fiber* fs = nullptr;
     for (uint32_t i = 0; i < n; ++i) {
-      const Fiber& f = F[base + i];
+      const Fiber& f = fibers[base + i];
       if (f.state == F_SIMD) { simd = true; fs = &f; }
       else if (f.state != F_DONE) other = true;
     }
@@ -634,59 +634,59 @@ static Fiber* pick() {
         what = fmt("the simdgroup matrix multiply at %s (its result needed at %s)", site(o.file, o.line).c_str(),
                    site(fs->wfile, fs->wline).c_str());
       }
-      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: %s is reached by only part of the live lanes "
+      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: %s is reached by only part of the live_threads lanes "
                             "of the simdgroup (simd-group functions and simdgroup_matrix operations need every active lane):",
                             tg_str().c_str(), sg, what.c_str()) + describe_waiting(sg));
     }
   }
-  finish(E_BARRIER, "deadlock in " + tg_str() + ": a threadgroup_barrier is never reached by all live threads:" +
+  finish(E_BARRIER, "deadlock in " + tg_str() + ": a threadgroup_barrier is never reached by all live_threads threads:" +
                         describe_waiting(-1));
 }
 
 static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
   g.tg_pos[0] = tx; g.tg_pos[1] = ty; g.tg_pos[2] = tz;
   // the random schedule is seeded per threadgroup, so it does not depend on the workers
-  uint64_t lin = ((uint64_t)tz * Lp->ntg[1] + ty) * Lp->ntg[0] + tx;
-  rng = (Lp->seed + 1) * 0x9E3779B97F4A7C15ull ^ (lin + 1) * 0xBF58476D1CE4E5B9ull;
-  if (!rng) rng = 88172645463325252ull;
+  uint64_t lin = ((uint64_t)tz * launch->ntg[1] + ty) * launch->ntg[0] + tx;
+  schedule_rng = (launch->seed + 1) * 0x9E3779B97F4A7C15ull ^ (lin + 1) * 0xBF58476D1CE4E5B9ull;
+  if (!schedule_rng) schedule_rng = 88172645463325252ull;
   uint32_t n[3];
   for (int i = 0; i < 3; ++i) {
-    n[i] = Lp->tptg[i];
-    if (Lp->dispatch_threads) {
-      uint32_t start = g.tg_pos[i] * Lp->tptg[i];
-      if (start + n[i] > Lp->grid[i]) n[i] = Lp->grid[i] - start;
+    n[i] = launch->tptg[i];
+    if (launch->dispatch_threads) {
+      uint32_t start = g.tg_pos[i] * launch->tptg[i];
+      if (start + n[i] > launch->grid[i]) n[i] = launch->grid[i] - start;
     }
     g.tptg[i] = n[i];
   }
-  N = n[0] * n[1] * n[2];
-  g.nthreads = N;
-  g.nsg = (N + 31) / 32;
+  tg_threads = n[0] * n[1] * n[2];
+  g.nthreads = tg_threads;
+  g.nsg = (tg_threads + 31) / 32;
   ++g.tg_gen;
   g.arena_used = 0;
-  nregions = 0;
+  tg_region_count = 0;
   for (int i = 0; i < 32; ++i) {
-    if (Lp->tgm_size[i]) g.tgm[i] = tg_alloc(Lp->tgm_size[i], 16, "threadgroup buffer");
+    if (launch->tgm_size[i]) g.tgm[i] = tg_alloc(launch->tgm_size[i], 16, "threadgroup buffer");
     else g.tgm[i] = nullptr;
-    g.tgm_size[i] = Lp->tgm_size[i];
+    g.tgm_size[i] = launch->tgm_size[i];
   }
   memset(g.arena, 0, 32768);
   g.tg_sync = ++g.clock;
   g.tg_start = g.clock;
   for (int i = 0; i < 32; ++i) g.sg_sync[i] = g.clock;
-  live = N; barrier_arrived = 0; cursor = 0;
-  for (uint32_t s = 0; s < g.nsg; ++s) { S[s].live = N - s * 32 < 32 ? N - s * 32 : 32; S[s].arrived = 0; }
-  for (uint32_t i = 0; i < N; ++i) {
-    Fiber* f = &F[i];
+  live_threads = tg_threads; barrier_arrivals = 0; lockstep_cursor = 0;
+  for (uint32_t s = 0; s < g.nsg; ++s) { sg_count[s].live = tg_threads - s * 32 < 32 ? tg_threads - s * 32 : 32; sg_count[s].arrived = 0; }
+  for (uint32_t i = 0; i < tg_threads; ++i) {
+    Fiber* f = &fibers[i];
     memset(f, 0, sizeof *f);
     f->tid = i; f->lane = i % 32; f->sg = i / 32;
     f->pos[0] = i % n[0]; f->pos[1] = (i / n[0]) % n[1]; f->pos[2] = i / (n[0] * n[1]);
     f->state = F_READY;
     // stagger the stack tops so the fibers' hot frames do not all map to one cache set
-    char* top = stacks + (size_t)(i + 1) * (STACK + GUARD) - (size_t)((i * 7) % 64) * 64;
+    char* top = fiber_stacks + (size_t)(i + 1) * (FIBER_STACK_BYTES + STACK_GUARD_BYTES) - (size_t)((i * 7) % 64) * 64;
 #if defined(MSLEMU_UCONTEXT)
     getcontext(&uctx[i]);
-    uctx[i].uc_stack.ss_sp = top - STACK + 4096;
-    uctx[i].uc_stack.ss_size = STACK - 4096;
+    uctx[i].uc_stack.ss_sp = top - FIBER_STACK_BYTES + 4096;
+    uctx[i].uc_stack.ss_size = FIBER_STACK_BYTES - 4096;
     uctx[i].uc_link = nullptr;
     makecontext(&uctx[i], (void (*)())fiber_main, 0);
 #elif defined(__x86_64__)
@@ -702,8 +702,8 @@ static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
     f->sp = sp;
 #else
     getcontext(&uctx[i]);
-    uctx[i].uc_stack.ss_sp = top - STACK;
-    uctx[i].uc_stack.ss_size = STACK;
+    uctx[i].uc_stack.ss_sp = top - FIBER_STACK_BYTES;
+    uctx[i].uc_stack.ss_size = FIBER_STACK_BYTES;
     uctx[i].uc_link = nullptr;
     makecontext(&uctx[i], (void (*)())fiber_main, 0);
 #endif
@@ -711,7 +711,7 @@ static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
   for (;;) {
     Fiber* f = pick();
     if (!f) {
-      if (live == 0) break;
+      if (live_threads == 0) break;
       deadlock();
     }
     g.cur = f;
@@ -736,25 +736,25 @@ static void on_signal(int sig, siginfo_t* si, void* uc_) {
   (void)uc;
   std::string m;
   if (sig == SIGALRM) {
-    m = fmt("timeout: the kernel did not finish within %g s (infinite loop or a very large launch?)", Lp->timeout);
+    m = fmt("timeout: the kernel did not finish within %g s (infinite loop or a very large launch?)", launch->timeout);
     if (g.cur) m += "; " + th_str(g.cur) + " of " + tg_str() + " was running at " + pcs((void*)pc);
-    if (F && N) m += "; threads:" + describe_waiting(-1);
-    R->sig = sig;
+    if (fibers && tg_threads) m += "; threads:" + describe_waiting(-1);
+    result->sig = sig;
     finish(E_TIMEOUT, m);
   }
   const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
                    : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : sig == SIGTRAP ? "SIGTRAP" : "signal";
   m = fmt("kernel crashed with %s", name);
   char* a = (char*)si->si_addr;
-  if (sig == SIGSEGV && stacks && a >= stacks - (1 << 20) && a < stacks + nstacks * (STACK + GUARD) &&
-      (a < stacks || ((size_t)(a - stacks) % (STACK + GUARD)) < GUARD))
+  if (sig == SIGSEGV && fiber_stacks && a >= fiber_stacks - (1 << 20) && a < fiber_stacks + fiber_stack_count * (FIBER_STACK_BYTES + STACK_GUARD_BYTES) &&
+      (a < fiber_stacks || ((size_t)(a - fiber_stacks) % (FIBER_STACK_BYTES + STACK_GUARD_BYTES)) < STACK_GUARD_BYTES))
     m += fmt(" (stack overflow of a GPU thread: its %zu KiB stack is full; a thread-local array that large "
-             "would not fit in a GPU thread's registers or stack either)", STACK / 1024);
+             "would not fit in a GPU thread's registers or stack either)", FIBER_STACK_BYTES / 1024);
   else if (sig == SIGSEGV || sig == SIGBUS)
     m += fmt(" (invalid address %p)", si->si_addr);
   if (pc) m += " at " + pcs((void*)pc);
   if (g.cur) m += " in " + tg_str() + ", " + th_str(g.cur);
-  R->sig = sig;
+  result->sig = sig;
   finish(E_CRASH, m);
 }
 
@@ -768,14 +768,14 @@ static void install_handlers() {
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGALRM}) sigaction(s, &sa, nullptr);
-  if (Lp->isolate) {  // Ctrl-C ends the worker processes (the caller then sees KeyboardInterrupt)
+  if (launch->isolate) {  // Ctrl-C ends the worker processes (the caller then sees KeyboardInterrupt)
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
   }
-  if (Lp->timeout > 0) {
+  if (launch->timeout > 0) {
     struct itimerval it{};
-    it.it_value.tv_sec = (long)Lp->timeout;
-    it.it_value.tv_usec = (long)((Lp->timeout - (long)Lp->timeout) * 1e6);
+    it.it_value.tv_sec = (long)launch->timeout;
+    it.it_value.tv_usec = (long)((launch->timeout - (long)launch->timeout) * 1e6);
     setitimer(ITIMER_REAL, &it, nullptr);
   }
 }
@@ -788,12 +788,12 @@ static void* zalloc(size_t n) {
 
 static int run_all() {
   install_handlers();
-  uint32_t maxn = Lp->tptg[0] * Lp->tptg[1] * Lp->tptg[2];
-  nstacks = maxn;
-  stacks = (char*)mmap(nullptr, maxn * (STACK + GUARD), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber stacks");
-  for (uint32_t i = 0; i < maxn; ++i) mprotect(stacks + (size_t)i * (STACK + GUARD), GUARD, PROT_NONE);
-  F = (Fiber*)zalloc(maxn * sizeof(Fiber));
+  uint32_t maxn = launch->tptg[0] * launch->tptg[1] * launch->tptg[2];
+  fiber_stack_count = maxn;
+  fiber_stacks = (char*)mmap(nullptr, maxn * (FIBER_STACK_BYTES + STACK_GUARD_BYTES), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (fiber_stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber fiber_stacks");
+  for (uint32_t i = 0; i < maxn; ++i) mprotect(fiber_stacks + (size_t)i * (FIBER_STACK_BYTES + STACK_GUARD_BYTES), STACK_GUARD_BYTES, PROT_NONE);
+  fibers = (Fiber*)zalloc(maxn * sizeof(Fiber));
   g.mmaq = (LaneOp*)zalloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32 * sizeof(LaneOp));
 #ifdef MSLEMU_UCONTEXT
   uctx.resize(maxn);
@@ -801,35 +801,35 @@ static int run_all() {
   g.arena = (char*)zalloc(65536);
   g.arena_size = 32768;
   g.shadow = zalloc((32768 / 2 + 8) * sizeof(Shadow));
-  g.race_check = Lp->race_check;
+  g.race_check = launch->race_check;
   g.pc_base = so_base;
-  g.oob_lenient = Lp->oob_reads;
+  g.oob_lenient = launch->oob_reads;
   g.clock = 1;
   for (int i = 0; i < 32; ++i) {
-    g.buf[i] = Lp->buf[i]; g.buf_size[i] = Lp->buf_size[i]; g.buf_name[i] = Lp->buf_name[i];
+    g.buf[i] = launch->buf[i]; g.buf_size[i] = launch->buf_size[i]; g.buf_name[i] = launch->buf_name[i];
   }
   for (int i = 0; i < 3; ++i) {
-    g.max_tptg[i] = Lp->tptg[i];
-    g.tgs_per_grid[i] = Lp->ntg[i];
-    g.threads_per_grid[i] = Lp->grid[i];
+    g.max_tptg[i] = launch->tptg[i];
+    g.tgs_per_grid[i] = launch->ntg[i];
+    g.threads_per_grid[i] = launch->grid[i];
     g.grid_origin[i] = 0;
   }
   int64_t lin = 0;
-  for (uint32_t z = 0; z < Lp->ntg[2]; ++z)
-    for (uint32_t y = 0; y < Lp->ntg[1]; ++y)
-      for (uint32_t x = 0; x < Lp->ntg[0]; ++x, ++lin) {
-        if (lin % nworkers != worker) continue;
-        R->err_tg = lin;
+  for (uint32_t z = 0; z < launch->ntg[2]; ++z)
+    for (uint32_t y = 0; y < launch->ntg[1]; ++y)
+      for (uint32_t x = 0; x < launch->ntg[0]; ++x, ++lin) {
+        if (lin % worker_count != worker_index) continue;
+        result->err_tg = lin;
         run_threadgroup(x, y, z);
       }
-  R->err_tg = INT64_MAX;
+  result->err_tg = INT64_MAX;
   for (size_t i = 0; i < sizeof poison; ++i)
     if (poison[i]) {
       g.cur = nullptr;
       finish(E_OOB, std::string("out-of-bounds write (reads outside buffers were allowed, writes are not); "
-                                "the first out-of-bounds access was: ") + R->oob_msg);
+                                "the first out-of-bounds access was: ") + result->oob_msg);
     }
-  R->status = 0;
+  result->status = 0;
   return 0;
 }
 
@@ -848,11 +848,11 @@ static pid_t raw_fork() {
 }
 
 extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* L) {
-  Lp = L;
-  R = L->result;
+  launch = L;
+  result = L->result;
   Dl_info di;
   if (dladdr((void*)&mslemu_run, &di)) so_base = (uintptr_t)di.dli_fbase;
-  R->err_tg = -1;
+  result->err_tg = -1;
   if (!L->isolate) return run_all();
   fflush(stdout); fflush(stderr);
   // Threadgroups are independent: split them over `workers` child processes (interleaved).
@@ -878,12 +878,12 @@ extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* L
     pid_t pid = raw_fork();
     if (pid < 0) {
       for (int k = 0; k < w; ++k) kill(pids[k], SIGKILL);
-      snprintf(R->msg, sizeof R->msg, "fork failed");
-      R->status = E_GENERIC;
-      return R->status;
+      snprintf(result->msg, sizeof result->msg, "fork failed");
+      result->status = E_GENERIC;
+      return result->status;
     }
     if (pid == 0) {
-      worker = w; nworkers = nw; R = res[w];
+      worker_index = w; worker_count = nw; result = res[w];
       run_all();
       _exit(0);
     }
@@ -934,9 +934,9 @@ extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* L
     if (waited > limit) {
       for (int w = 0; w < nw; ++w) if (!done[w]) { kill(pids[w], SIGKILL); waitpid(pids[w], &sts[w], 0); }
       for (int w = 0; w < nw; ++w) if (pfd[w] >= 0) close(pfd[w]);
-      R->status = E_TIMEOUT;
-      snprintf(R->msg, sizeof R->msg, "timeout: the kernel did not finish within %g s and was killed", L->timeout);
-      return R->status;
+      result->status = E_TIMEOUT;
+      snprintf(result->msg, sizeof result->msg, "timeout: the kernel did not finish within %g s and was killed", L->timeout);
+      return result->status;
     }
   }
   for (int w = 0; w < nw; ++w) if (pfd[w] >= 0) close(pfd[w]);
@@ -965,14 +965,14 @@ extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* L
     if (res[w]->oob_msg[0] && oob_from < 0) oob_from = w;
   }
   if (best > 0) {
-    R->status = res[best]->status; R->sig = res[best]->sig; R->err_tg = res[best]->err_tg;
-    memcpy(R->msg, res[best]->msg, sizeof R->msg);
+    result->status = res[best]->status; result->sig = res[best]->sig; result->err_tg = res[best]->err_tg;
+    memcpy(result->msg, res[best]->msg, sizeof result->msg);
   }
-  if (warn_from > 0) { R->warn = res[warn_from]->warn; memcpy(R->warn_msg, res[warn_from]->warn_msg, sizeof R->warn_msg); }
-  if (oob_from > 0) memcpy(R->oob_msg, res[oob_from]->oob_msg, sizeof R->oob_msg);
-  for (int w = 1; w < nw && !R->uninit_msg[0]; ++w)
-    if (res[w]->uninit_msg[0]) memcpy(R->uninit_msg, res[w]->uninit_msg, sizeof R->uninit_msg);
-  if (best < 0) R->status = 0;
+  if (warn_from > 0) { result->warn = res[warn_from]->warn; memcpy(result->warn_msg, res[warn_from]->warn_msg, sizeof result->warn_msg); }
+  if (oob_from > 0) memcpy(result->oob_msg, res[oob_from]->oob_msg, sizeof result->oob_msg);
+  for (int w = 1; w < nw && !result->uninit_msg[0]; ++w)
+    if (res[w]->uninit_msg[0]) memcpy(result->uninit_msg, res[w]->uninit_msg, sizeof result->uninit_msg);
+  if (best < 0) result->status = 0;
   for (int w = 1; w < nw; ++w) munmap(res[w], sizeof(MslemuResult));
-  return R->status;
+  return result->status;
 }
