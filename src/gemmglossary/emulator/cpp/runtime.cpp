@@ -22,7 +22,7 @@
 #endif
 
 namespace mslemu {
-Ctx g;
+Ctx ctx;
 alignas(64) char zero_block[4096];
 }  // namespace mslemu
 
@@ -143,7 +143,7 @@ static std::string fmt(const char* f, ...) {
   return b;
 }
 static std::string pcs(const void* pc) { return fmt("{{pc:%lx}}", (unsigned long)((uintptr_t)pc - so_base)); }
-static std::string tg_str() { return fmt("threadgroup (%u,%u,%u)", g.tg_pos[0], g.tg_pos[1], g.tg_pos[2]); }
+static std::string tg_str() { return fmt("threadgroup (%u,%u,%u)", ctx.tg_pos[0], ctx.tg_pos[1], ctx.tg_pos[2]); }
 static std::string th_str(const Fiber* f) {
   return fmt("thread (%u,%u,%u) [index %u, simdgroup %u lane %u]", f->pos[0], f->pos[1], f->pos[2], f->tid, f->sg, f->lane);
 }
@@ -161,7 +161,7 @@ static std::string th_str(const Fiber* f) {
   char b[8192];
   va_list ap; va_start(ap, f); vsnprintf(b, sizeof b, f, ap); va_end(ap);
   std::string m = b;
-  if (g.cur) m += " (in " + tg_str() + ", " + th_str(g.cur) + ")";
+  if (ctx.cur) m += " (in " + tg_str() + ", " + th_str(ctx.cur) + ")";
   finish(kind, m);
 }
 
@@ -224,9 +224,9 @@ static std::string describe_waiting(int sg_only) {
 static Fiber* pick();
 static void yield_() {
 #ifdef MSLEMU_UCONTEXT
-  swapcontext(&uctx[g.cur->tid], &sched_uc);
+  swapcontext(&uctx[ctx.cur->tid], &sched_uc);
 #else
-  Fiber* me = g.cur;
+  Fiber* me = ctx.cur;
   Fiber* nx;
   if (launch->schedule == 0 && lockstep_cursor < tg_threads && fibers[lockstep_cursor].state == F_READY) {  // lockstep fast path
     nx = &fibers[lockstep_cursor];
@@ -235,9 +235,9 @@ static void yield_() {
     nx = pick();
   }
   if (nx && nx != me) {  // hand over directly, skipping the scheduler
-    g.cur = nx;
+    ctx.cur = nx;
     mslemu_switch(&me->sp, nx->sp);
-    g.cur = me;
+    ctx.cur = me;
   } else {
     mslemu_switch(&me->sp, sched_sp);
   }
@@ -253,7 +253,7 @@ static void release_barrier() {
     flags |= f->wop;
     if (!first) { first = f; continue; }
     if (f->wline != first->wline || (f->wfile != first->wfile && strcmp(f->wfile, first->wfile))) {
-      g.cur = nullptr;
+      ctx.cur = nullptr;
       finish(E_BARRIER, "threadgroup_barrier divergence in " + tg_str() + ": live_threads threads wait at different barriers (" +
                             site(first->wfile, first->wline) + " and " + site(f->wfile, f->wline) +
                             "); every live_threads thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
@@ -268,13 +268,13 @@ static void release_barrier() {
              "barriers, but the Metal specification requires every thread to reach them (not portable)",
              id_list(done).c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str());
   }
-  if (flags & 2) { g.tg_sync = ++g.clock; }
+  if (flags & 2) { ctx.tg_sync = ++ctx.clock; }
   for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_BARRIER) fibers[i].state = F_READY;
   barrier_arrivals = 0;
 }
 
 void mslemu::barrier(int flags, const char* file, int line) {
-  Fiber* f = g.cur;
+  Fiber* f = ctx.cur;
   if (f->nq) mma_flush(file, line);
   f->state = F_BARRIER; f->wfile = file; f->wline = line; f->wop = flags;
   if (++barrier_arrivals == live_threads) release_barrier();
@@ -295,7 +295,7 @@ static void complete_sg(uint32_t sg) {
     }
     if (same) {
       if (f0->wop != 100) ((CombineFn)f0->cextra)(f0->wop, L, (int)n);
-      else g.sg_sync[sg] = ++g.clock;
+      else ctx.sg_sync[sg] = ++ctx.clock;
       for (uint32_t i = 0; i < n; ++i) f0[i].state = F_READY;
       sg_count[sg].arrived = 0;
       return;
@@ -308,7 +308,7 @@ static void complete_sg(uint32_t sg) {
     if (f->state != F_SIMD) continue;
     if (!first) first = f;
     else if (f->wop != first->wop || f->wline != first->wline || (f->wfile != first->wfile && strcmp(f->wfile, first->wfile))) {
-      g.cur = nullptr;
+      ctx.cur = nullptr;
       finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lanes reach different simd-group operations "
                             "(%s at %s and %s at %s); all active lanes must execute the same one:",
                             tg_str().c_str(), sg, op_name(first->wop), site(first->wfile, first->wline).c_str(),
@@ -317,13 +317,13 @@ static void complete_sg(uint32_t sg) {
     L[i] = f;
   }
   if (first->wop != 100) ((CombineFn)first->cextra)(first->wop, L, (int)n);
-  else g.sg_sync[sg] = ++g.clock;
+  else ctx.sg_sync[sg] = ++ctx.clock;
   for (uint32_t i = 0; i < n; ++i) if (L[i]) L[i]->state = F_READY;
   sg_count[sg].arrived = 0;
 }
 
 void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
-  Fiber* f = g.cur;
+  Fiber* f = ctx.cur;
   if (f->nq && op != 15) mma_flush(file, line);
   f->state = F_SIMD; f->wfile = file; f->wline = line; f->wop = op; f->cextra = (const void*)fn;
   if (++sg_count[f->sg].arrived == sg_count[f->sg].live) complete_sg(f->sg);
@@ -376,7 +376,7 @@ static void flush_combine(int, Fiber** L, int n) {
       int k = nq < L[i]->nq ? nq : L[i]->nq;
       Fiber* longer = nq > L[i]->nq ? f0 : L[i];
       const LaneOp& o = qop(sg, k, longer->lane);
-      g.cur = nullptr;
+      ctx.cur = nullptr;
       finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lane %d performed %d simdgroup matrix multiplies "
                             "but lane %d performed %d (the next one is at %s); simdgroup_matrix operations need "
                             "uniform control flow in the simdgroup", tg_str().c_str(), sg, f0->lane, nq, L[i]->lane,
@@ -400,7 +400,7 @@ static void flush_combine(int, Fiber** L, int n) {
       if (!L[i]) continue;
       const LaneOp& o = ops[i];
       if (o.line != o0.line || (o.file != o0.file && strcmp(o.file, o0.file))) {
-        g.cur = nullptr;
+        ctx.cur = nullptr;
         finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lane %d multiplies at %s while lane %d multiplies "
                               "at %s; simdgroup_matrix operations need uniform control flow in the simdgroup",
                               tg_str().c_str(), sg, first, site(o0.file, o0.line).c_str(), i, site(o.file, o.line).c_str()));
@@ -461,24 +461,24 @@ static void flush_combine(int, Fiber** L, int n) {
 }
 
 void mslemu::mma_flush(const char* file, int line) {
-  if (!g.cur->nq) return;
+  if (!ctx.cur->nq) return;
   collective(OP_MMA, file ? file : "?", line, &flush_combine);
 }
 
 // ------------------------------------------------------------------ memory
 void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_t esize, uint32_t nd,
                        const uint32_t* dims) {
-  uint64_t off = (g.arena_used + align - 1) / align * align;
+  uint64_t off = (ctx.arena_used + align - 1) / align * align;
   if (off + bytes > 32768)
     fail(E_LAUNCH, "threadgroup memory exhausted: '%s' needs %llu bytes at offset %llu, but Apple GPUs provide 32768 bytes per threadgroup",
          name, (unsigned long long)bytes, (unsigned long long)off);
-  g.arena_used = off + bytes;
+  ctx.arena_used = off + bytes;
   if (tg_region_count < 128) {
     TgRegion& rg = tg_regions[tg_region_count++];
-    rg.p = g.arena + off; rg.size = bytes; rg.name = name; rg.esize = esize; rg.nd = nd > 4 ? 0 : nd;
+    rg.p = ctx.arena + off; rg.size = bytes; rg.name = name; rg.esize = esize; rg.nd = nd > 4 ? 0 : nd;
     for (uint32_t k = 0; k < rg.nd; ++k) rg.dims[k] = dims[k];
   }
-  return g.arena + off;
+  return ctx.arena + off;
 }
 
 // "tile[3][5]" for a byte offset into a threadgroup array (or "'name' (byte offset N)")
@@ -514,12 +514,12 @@ const char* mslemu::buffer_name_for(const void* p, const void** lo, const void**
       }
     }
     for (int i = 0; i < 32; ++i) {
-      const char* b = (const char*)g.buf[i];
+      const char* b = (const char*)ctx.buf[i];
       if (!b) continue;
-      const char* e = b + g.buf_size[i];
+      const char* e = b + ctx.buf_size[i];
       if (c >= b && (strict ? c < e : c <= e)) {
         *lo = b; *hi = e;
-        return g.buf_name[i];
+        return ctx.buf_name[i];
       }
     }
   }
@@ -540,8 +540,8 @@ void* mslemu::oob(const void* pc, const void* p, const void* lo, const void* hi,
     m = fmt("out-of-bounds access to '%s': element index %lld is outside the valid range [0, %lld) (%zu-byte elements) at ",
             name, idx, n, elem) + pcs(pc);
   }
-  m += " in " + tg_str() + ", " + th_str(g.cur);
-  if (g.oob_lenient && elem <= sizeof poison) {
+  m += " in " + tg_str() + ", " + th_str(ctx.cur);
+  if (ctx.oob_lenient && elem <= sizeof poison) {
     // reads outside a buffer give zeros; a write is caught when the run ends
     if (!result->oob_msg[0]) snprintf(result->oob_msg, sizeof result->oob_msg, "%s", m.c_str());
     return poison;
@@ -550,8 +550,8 @@ void* mslemu::oob(const void* pc, const void* p, const void* lo, const void* hi,
 }
 
 void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, uint32_t pc_other_off) {
-  const void* pc_other = (const void*)(g.pc_base + pc_other_off);
-  Fiber* me = g.cur;
+  const void* pc_other = (const void*)(ctx.pc_base + pc_other_off);
+  Fiber* me = ctx.cur;
   Fiber* o = &fibers[other];
   const char* what = kind == 1 ? "reads" : "writes";
   const char* other_what = kind == 3 ? "read" : "wrote";
@@ -563,9 +563,9 @@ void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, u
 
 void mslemu::uninit_read(const void* p, const void* pc) {
   static uint64_t reported_gen = 0;
-  if (result->uninit_msg[0] || reported_gen == g.tg_gen + 1) return;
-  reported_gen = g.tg_gen + 1;
-  std::string m = fmt("%s reads threadgroup memory %s at ", th_str(g.cur).c_str(), tg_element(p).c_str()) + pcs(pc) +
+  if (result->uninit_msg[0] || reported_gen == ctx.tg_gen + 1) return;
+  reported_gen = ctx.tg_gen + 1;
+  std::string m = fmt("%s reads threadgroup memory %s at ", th_str(ctx.cur).c_str(), tg_element(p).c_str()) + pcs(pc) +
                   " in " + tg_str() +
                   " before any thread of the threadgroup wrote it; threadgroup memory starts with undefined contents "
                   "on a GPU (the emulator gives 0)";
@@ -575,8 +575,8 @@ void mslemu::uninit_read(const void* p, const void* pc) {
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
   launch->entry();
-  if (g.cur->nq) mma_flush("(thread exit)", 0);
-  Fiber* f = g.cur;
+  if (ctx.cur->nq) mma_flush("(thread exit)", 0);
+  Fiber* f = ctx.cur;
   f->state = F_DONE;
   --live_threads;
   SimdgroupCount& s = sg_count[f->sg];
@@ -616,9 +616,9 @@ static Fiber* pick() {
 }
 
 [[noreturn]] static void deadlock() {
-  g.cur = nullptr;
+  ctx.cur = nullptr;
   // a simdgroup whose live_threads lanes are split between a simd-group op and something else
-  for (uint32_t sg = 0; sg < g.nsg; ++sg) {
+  for (uint32_t sg = 0; sg < ctx.nsg; ++sg) {
     uint32_t base = sg * 32, n = tg_threads - base < 32 ? tg_threads - base : 32;
     bool simd = false, other = false;
     const Fiber* fs = nullptr;
@@ -644,7 +644,7 @@ static Fiber* pick() {
 }
 
 static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
-  g.tg_pos[0] = tx; g.tg_pos[1] = ty; g.tg_pos[2] = tz;
+  ctx.tg_pos[0] = tx; ctx.tg_pos[1] = ty; ctx.tg_pos[2] = tz;
   // the random schedule is seeded per threadgroup, so it does not depend on the workers
   uint64_t lin = ((uint64_t)tz * launch->ntg[1] + ty) * launch->ntg[0] + tx;
   schedule_rng = (launch->seed + 1) * 0x9E3779B97F4A7C15ull ^ (lin + 1) * 0xBF58476D1CE4E5B9ull;
@@ -653,28 +653,28 @@ static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
   for (int i = 0; i < 3; ++i) {
     n[i] = launch->tptg[i];
     if (launch->dispatch_threads) {
-      uint32_t start = g.tg_pos[i] * launch->tptg[i];
+      uint32_t start = ctx.tg_pos[i] * launch->tptg[i];
       if (start + n[i] > launch->grid[i]) n[i] = launch->grid[i] - start;
     }
-    g.tptg[i] = n[i];
+    ctx.tptg[i] = n[i];
   }
   tg_threads = n[0] * n[1] * n[2];
-  g.nthreads = tg_threads;
-  g.nsg = (tg_threads + 31) / 32;
-  ++g.tg_gen;
-  g.arena_used = 0;
+  ctx.nthreads = tg_threads;
+  ctx.nsg = (tg_threads + 31) / 32;
+  ++ctx.tg_gen;
+  ctx.arena_used = 0;
   tg_region_count = 0;
   for (int i = 0; i < 32; ++i) {
-    if (launch->tgm_size[i]) g.tgm[i] = tg_alloc(launch->tgm_size[i], 16, "threadgroup buffer");
-    else g.tgm[i] = nullptr;
-    g.tgm_size[i] = launch->tgm_size[i];
+    if (launch->tgm_size[i]) ctx.tgm[i] = tg_alloc(launch->tgm_size[i], 16, "threadgroup buffer");
+    else ctx.tgm[i] = nullptr;
+    ctx.tgm_size[i] = launch->tgm_size[i];
   }
-  memset(g.arena, 0, 32768);
-  g.tg_sync = ++g.clock;
-  g.tg_start = g.clock;
-  for (int i = 0; i < 32; ++i) g.sg_sync[i] = g.clock;
+  memset(ctx.arena, 0, 32768);
+  ctx.tg_sync = ++ctx.clock;
+  ctx.tg_start = ctx.clock;
+  for (int i = 0; i < 32; ++i) ctx.sg_sync[i] = ctx.clock;
   live_threads = tg_threads; barrier_arrivals = 0; lockstep_cursor = 0;
-  for (uint32_t s = 0; s < g.nsg; ++s) { sg_count[s].live = tg_threads - s * 32 < 32 ? tg_threads - s * 32 : 32; sg_count[s].arrived = 0; }
+  for (uint32_t s = 0; s < ctx.nsg; ++s) { sg_count[s].live = tg_threads - s * 32 < 32 ? tg_threads - s * 32 : 32; sg_count[s].arrived = 0; }
   for (uint32_t i = 0; i < tg_threads; ++i) {
     Fiber* f = &fibers[i];
     memset(f, 0, sizeof *f);
@@ -714,14 +714,14 @@ static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
       if (live_threads == 0) break;
       deadlock();
     }
-    g.cur = f;
+    ctx.cur = f;
 #ifdef MSLEMU_UCONTEXT
     swapcontext(&sched_uc, &uctx[f->tid]);
 #else
     mslemu_switch(&sched_sp, f->sp);
 #endif
   }
-  g.cur = nullptr;
+  ctx.cur = nullptr;
 }
 
 // ------------------------------------------------------------------ signals
@@ -737,7 +737,7 @@ static void on_signal(int sig, siginfo_t* si, void* uc_) {
   std::string m;
   if (sig == SIGALRM) {
     m = fmt("timeout: the kernel did not finish within %g s (infinite loop or a very large launch?)", launch->timeout);
-    if (g.cur) m += "; " + th_str(g.cur) + " of " + tg_str() + " was running at " + pcs((void*)pc);
+    if (ctx.cur) m += "; " + th_str(ctx.cur) + " of " + tg_str() + " was running at " + pcs((void*)pc);
     if (fibers && tg_threads) m += "; threads:" + describe_waiting(-1);
     result->sig = sig;
     finish(E_TIMEOUT, m);
@@ -753,7 +753,7 @@ static void on_signal(int sig, siginfo_t* si, void* uc_) {
   else if (sig == SIGSEGV || sig == SIGBUS)
     m += fmt(" (invalid address %p)", si->si_addr);
   if (pc) m += " at " + pcs((void*)pc);
-  if (g.cur) m += " in " + tg_str() + ", " + th_str(g.cur);
+  if (ctx.cur) m += " in " + tg_str() + ", " + th_str(ctx.cur);
   result->sig = sig;
   finish(E_CRASH, m);
 }
@@ -794,25 +794,25 @@ static int run_all() {
   if (fiber_stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber fiber_stacks");
   for (uint32_t i = 0; i < maxn; ++i) mprotect(fiber_stacks + (size_t)i * (FIBER_STACK_BYTES + STACK_GUARD_BYTES), STACK_GUARD_BYTES, PROT_NONE);
   fibers = (Fiber*)zalloc(maxn * sizeof(Fiber));
-  g.mmaq = (LaneOp*)zalloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32 * sizeof(LaneOp));
+  ctx.mmaq = (LaneOp*)zalloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32 * sizeof(LaneOp));
 #ifdef MSLEMU_UCONTEXT
   uctx.resize(maxn);
 #endif
-  g.arena = (char*)zalloc(65536);
-  g.arena_size = 32768;
-  g.shadow = zalloc((32768 / 2 + 8) * sizeof(Shadow));
-  g.race_check = launch->race_check;
-  g.pc_base = so_base;
-  g.oob_lenient = launch->oob_reads;
-  g.clock = 1;
+  ctx.arena = (char*)zalloc(65536);
+  ctx.arena_size = 32768;
+  ctx.shadow = zalloc((32768 / 2 + 8) * sizeof(Shadow));
+  ctx.race_check = launch->race_check;
+  ctx.pc_base = so_base;
+  ctx.oob_lenient = launch->oob_reads;
+  ctx.clock = 1;
   for (int i = 0; i < 32; ++i) {
-    g.buf[i] = launch->buf[i]; g.buf_size[i] = launch->buf_size[i]; g.buf_name[i] = launch->buf_name[i];
+    ctx.buf[i] = launch->buf[i]; ctx.buf_size[i] = launch->buf_size[i]; ctx.buf_name[i] = launch->buf_name[i];
   }
   for (int i = 0; i < 3; ++i) {
-    g.max_tptg[i] = launch->tptg[i];
-    g.tgs_per_grid[i] = launch->ntg[i];
-    g.threads_per_grid[i] = launch->grid[i];
-    g.grid_origin[i] = 0;
+    ctx.max_tptg[i] = launch->tptg[i];
+    ctx.tgs_per_grid[i] = launch->ntg[i];
+    ctx.threads_per_grid[i] = launch->grid[i];
+    ctx.grid_origin[i] = 0;
   }
   int64_t lin = 0;
   for (uint32_t z = 0; z < launch->ntg[2]; ++z)
@@ -825,7 +825,7 @@ static int run_all() {
   result->err_tg = INT64_MAX;
   for (size_t i = 0; i < sizeof poison; ++i)
     if (poison[i]) {
-      g.cur = nullptr;
+      ctx.cur = nullptr;
       finish(E_OOB, std::string("out-of-bounds write (reads outside buffers were allowed, writes are not); "
                                 "the first out-of-bounds access was: ") + result->oob_msg);
     }
