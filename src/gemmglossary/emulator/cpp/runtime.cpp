@@ -254,9 +254,9 @@ static void release_barrier() {
     if (!first) { first = f; continue; }
     if (f->wline != first->wline || (f->wfile != first->wfile && strcmp(f->wfile, first->wfile))) {
       ctx.cur = nullptr;
-      finish(E_BARRIER, "threadgroup_barrier divergence in " + tg_str() + ": live_threads threads wait at different barriers (" +
+      finish(E_BARRIER, "threadgroup_barrier divergence in " + tg_str() + ": live threads wait at different barriers (" +
                             site(first->wfile, first->wline) + " and " + site(f->wfile, f->wline) +
-                            "); every live_threads thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
+                            "); every live thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
     }
   }
   if (live_threads < tg_threads && !result->warn) {
@@ -634,12 +634,12 @@ static Fiber* pick() {
         what = fmt("the simdgroup matrix multiply at %s (its result needed at %s)", site(o.file, o.line).c_str(),
                    site(fs->wfile, fs->wline).c_str());
       }
-      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: %s is reached by only part of the live_threads lanes "
+      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: %s is reached by only part of the live lanes "
                             "of the simdgroup (simd-group functions and simdgroup_matrix operations need every active lane):",
                             tg_str().c_str(), sg, what.c_str()) + describe_waiting(sg));
     }
   }
-  finish(E_BARRIER, "deadlock in " + tg_str() + ": a threadgroup_barrier is never reached by all live_threads threads:" +
+  finish(E_BARRIER, "deadlock in " + tg_str() + ": a threadgroup_barrier is never reached by all live threads:" +
                         describe_waiting(-1));
 }
 
@@ -791,7 +791,7 @@ static int run_all() {
   uint32_t maxn = launch->tptg[0] * launch->tptg[1] * launch->tptg[2];
   fiber_stack_count = maxn;
   fiber_stacks = (char*)mmap(nullptr, maxn * (FIBER_STACK_BYTES + STACK_GUARD_BYTES), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (fiber_stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber fiber_stacks");
+  if (fiber_stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber stacks");
   for (uint32_t i = 0; i < maxn; ++i) mprotect(fiber_stacks + (size_t)i * (FIBER_STACK_BYTES + STACK_GUARD_BYTES), STACK_GUARD_BYTES, PROT_NONE);
   fibers = (Fiber*)zalloc(maxn * sizeof(Fiber));
   ctx.mmaq = (LaneOp*)zalloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32 * sizeof(LaneOp));
