@@ -22,10 +22,9 @@ HERE = Path(__file__).parent
 def _binary(tmp_path, src: Path, defines=None) -> Path:
     pre = build.preprocess(src.read_text(), str(src), [str(src.parent)], defines)
     (tmp_path / "kernel.cpp").write_text(rewrite(pre, str(src), None).text)
-    shutil.copy(build.RUNTIME_SRC, tmp_path / "runtime.cpp")
     out = tmp_path / "driver"
     subprocess.run([CXX, "-std=c++17", "-O2", "-w", "-fno-strict-aliasing", "-fwrapv", "-I", str(build.SHIM_DIR),
-                    "-I", str(tmp_path), str(tmp_path / "kernel.cpp"), str(HERE / "cross" / "driver.cpp"),
+                    "-I", str(build.RUNTIME_SRC.parent), str(tmp_path / "kernel.cpp"), str(HERE / "cross" / "driver.cpp"),
                     "-o", str(out), "-static", "-ldl"], check=True, capture_output=True, text=True)
     return out
 

@@ -1,5 +1,12 @@
 // gemmglossary Metal emulator runtime: fibers, per-threadgroup scheduler, barriers,
 // simd-group rendezvous, diagnostics and process isolation. Original code.
+//
+// Sections, in order: the launch/result structs shared with kernel.py; the context switch
+// (context_switch.h); this process's run state; reports (message pieces, finish, fail);
+// barriers and simd-group rendezvous; deferred simdgroup multiplies (flush_combine);
+// threadgroup memory and its diagnostics (oob, race, uninit_read); the scheduler
+// (fibers, pick, deadlock, run_threadgroup); signals (timeout, crash); run_all (this
+// process's threadgroups); worker processes (run_isolated) and mslemu_run, the entry.
 #include <csignal>
 #include <cstdarg>
 #include <cstdio>
@@ -13,6 +20,8 @@
 #include <unistd.h>
 #include <string>
 #include <vector>
+#include <poll.h>
+#include <sys/syscall.h>
 
 #include "mslemu_rt.h"
 
@@ -22,7 +31,7 @@
 #endif
 
 namespace mslemu {
-Ctx g;
+Ctx ctx;
 alignas(64) char zero_block[4096];
 }  // namespace mslemu
 
@@ -63,77 +72,36 @@ struct MslemuLaunch {
 }
 
 // ------------------------------------------------------------------ context switch
-#if defined(MSLEMU_UCONTEXT)
-// context switches through ucontext (portable, slower: a system call per switch)
-#elif defined(__x86_64__)
-extern "C" void mslemu_switch(void** save, void* to);
-asm(R"(
-.text
-.globl mslemu_switch
-.hidden mslemu_switch
-.type mslemu_switch,@function
-mslemu_switch:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-.size mslemu_switch,.-mslemu_switch
-)");
-#elif defined(__aarch64__)
-extern "C" void mslemu_switch(void** save, void* to);
-#if defined(__APPLE__)
-#define MSLEMU_SYM "_mslemu_switch"
-#else
-#define MSLEMU_SYM "mslemu_switch"
-#endif
-asm(".text\n.globl " MSLEMU_SYM "\n.p2align 2\n" MSLEMU_SYM ":\n"
-    "  sub sp, sp, #176\n"
-    "  stp x19, x20, [sp, #0]\n  stp x21, x22, [sp, #16]\n  stp x23, x24, [sp, #32]\n"
-    "  stp x25, x26, [sp, #48]\n  stp x27, x28, [sp, #64]\n  stp x29, x30, [sp, #80]\n"
-    "  stp d8, d9, [sp, #96]\n  stp d10, d11, [sp, #112]\n  stp d12, d13, [sp, #128]\n  stp d14, d15, [sp, #144]\n"
-    "  mov x9, sp\n  str x9, [x0]\n  mov sp, x1\n"
-    "  ldp x19, x20, [sp, #0]\n  ldp x21, x22, [sp, #16]\n  ldp x23, x24, [sp, #32]\n"
-    "  ldp x25, x26, [sp, #48]\n  ldp x27, x28, [sp, #64]\n  ldp x29, x30, [sp, #80]\n"
-    "  ldp d8, d9, [sp, #96]\n  ldp d10, d11, [sp, #112]\n  ldp d12, d13, [sp, #128]\n  ldp d14, d15, [sp, #144]\n"
-    "  add sp, sp, #176\n  ret\n");
+#if !defined(MSLEMU_UCONTEXT)
+#include "context_switch.h"
 #endif
 
-static const size_t STACK = 256 * 1024;
-static const size_t GUARD = 4096;
-static char* stacks;
-static size_t nstacks;
-static Fiber* F;
-static uint32_t N;
-static void* sched_sp;
-static uint32_t live, barrier_arrived;
-static int barrier_seen;
-struct SGState { uint32_t live, arrived; };
-static SGState S[32];
-static MslemuLaunch* Lp;
-static MslemuResult* R;
-static uint64_t rng;
-static uint32_t cursor;
-static int worker = 0, nworkers = 1;
-static uintptr_t so_base;
+// ---- the state of this process's run (one threadgroup at a time)
+static const size_t FIBER_STACK_BYTES = 256 * 1024;
+static const size_t STACK_GUARD_BYTES = 4096;  // a PROT_NONE page below each stack catches overflows
+static char* fiber_stacks;        // one stack + guard per thread of the largest threadgroup
+static size_t fiber_stack_count;
+static Fiber* fibers;             // the threads of the threadgroup being run, by thread_index_in_threadgroup
+static uint32_t tg_threads;       // how many: edge threadgroups of dispatchThreads are smaller
+static void* sched_sp;            // the scheduler's saved stack pointer
+static uint32_t live_threads;     // threads of the threadgroup that have not returned
+static uint32_t barrier_arrivals; // live threads waiting at a threadgroup_barrier
+struct SimdgroupCount { uint32_t live, arrived; };  // lanes not yet returned; lanes waiting at a simd-group op
+static SimdgroupCount sg_count[32];
+static MslemuLaunch* launch;      // the caller's launch description
+static MslemuResult* result;      // where this process reports (each worker has its own)
+static uint64_t schedule_rng;     // xorshift state of the random schedule, seeded per threadgroup
+static uint32_t lockstep_cursor;  // next thread to run in the lockstep schedule
+static int worker_index = 0, worker_count = 1;  // this process runs threadgroups worker_index, +worker_count, ...
+static uintptr_t so_base;         // load address of the kernel's shared object: reported PCs are offsets from it
 #ifdef MSLEMU_UCONTEXT
 static std::vector<ucontext_t> uctx;
 static ucontext_t sched_uc;
 #endif
 
 struct TgRegion { char* p; uint64_t size; const char* name; uint32_t esize, nd, dims[4]; };
-static TgRegion regions[128];
-static int nregions;
+static TgRegion tg_regions[128];
+static int tg_region_count;
 
 static std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
 static std::string fmt(const char* f, ...) {
@@ -142,15 +110,15 @@ static std::string fmt(const char* f, ...) {
   return b;
 }
 static std::string pcs(const void* pc) { return fmt("{{pc:%lx}}", (unsigned long)((uintptr_t)pc - so_base)); }
-static std::string tg_str() { return fmt("threadgroup (%u,%u,%u)", g.tg_pos[0], g.tg_pos[1], g.tg_pos[2]); }
+static std::string tg_str() { return fmt("threadgroup (%u,%u,%u)", ctx.tg_pos[0], ctx.tg_pos[1], ctx.tg_pos[2]); }
 static std::string th_str(const Fiber* f) {
   return fmt("thread (%u,%u,%u) [index %u, simdgroup %u lane %u]", f->pos[0], f->pos[1], f->pos[2], f->tid, f->sg, f->lane);
 }
 
 [[noreturn]] static void finish(int kind, const std::string& m) {
-  R->status = kind;
-  snprintf(R->msg, sizeof R->msg, "%s", m.c_str());
-  if (Lp->isolate) _exit(kind);
+  result->status = kind;
+  snprintf(result->msg, sizeof result->msg, "%s", m.c_str());
+  if (launch->isolate) _exit(kind);
   // in-process mode (debugging only): abort the whole run
   fprintf(stderr, "%s\n", m.c_str());
   _exit(kind);
@@ -160,9 +128,13 @@ static std::string th_str(const Fiber* f) {
   char b[8192];
   va_list ap; va_start(ap, f); vsnprintf(b, sizeof b, f, ap); va_end(ap);
   std::string m = b;
-  if (g.cur) m += " (in " + tg_str() + ", " + th_str(g.cur) + ")";
+  if (ctx.cur) m += " (in " + tg_str() + ", " + th_str(ctx.cur) + ")";
   finish(kind, m);
 }
+
+// collective op codes the runtime itself acts on (the others belong to the shim's combine functions)
+static const int OP_MMA = 15;             // a flush of the queued simdgroup matrix multiplies
+static const int OP_SIMD_BARRIER = 100;   // simdgroup_barrier: a rendezvous with nothing to compute
 
 static const char* op_name(int op) {
   static const char* names[] = {"?", "simd_sum", "simd_product", "simd_max", "simd_min", "simd_shuffle", "simd_shuffle_xor",
@@ -170,7 +142,7 @@ static const char* op_name(int op) {
                                 "simd_prefix_exclusive_sum", "simd_prefix_inclusive_sum", "simd_all", "simd_any",
                                 "simdgroup matrix multiply", "simd_and", "simd_or", "simd_xor", "simd_shuffle_rotate_down",
                                 "simd_shuffle_rotate_up", "simd_is_first"};
-  if (op == 100) return "simdgroup_barrier";
+  if (op == OP_SIMD_BARRIER) return "simdgroup_barrier";
   if (op > 0 && op < (int)(sizeof names / sizeof *names)) return names[op];
   return "simd-group function";
 }
@@ -196,8 +168,8 @@ static std::string site(const char* file, int line) { return fmt("%s:%d", file ?
 static std::string describe_waiting(int sg_only) {
   struct Grp { int state; const char* file; int line; int op; std::vector<uint32_t> ids; };
   std::vector<Grp> gs;
-  for (uint32_t i = 0; i < N; ++i) {
-    Fiber* f = &F[i];
+  for (uint32_t i = 0; i < tg_threads; ++i) {
+    Fiber* f = &fibers[i];
     if (sg_only >= 0 && (int)f->sg != sg_only) continue;
     Grp* gp = nullptr;
     for (auto& x : gs)
@@ -223,20 +195,20 @@ static std::string describe_waiting(int sg_only) {
 static Fiber* pick();
 static void yield_() {
 #ifdef MSLEMU_UCONTEXT
-  swapcontext(&uctx[g.cur->tid], &sched_uc);
+  swapcontext(&uctx[ctx.cur->tid], &sched_uc);
 #else
-  Fiber* me = g.cur;
+  Fiber* me = ctx.cur;
   Fiber* nx;
-  if (Lp->schedule == 0 && cursor < N && F[cursor].state == F_READY) {  // lockstep fast path
-    nx = &F[cursor];
-    cursor = cursor + 1 == N ? 0 : cursor + 1;
+  if (launch->schedule == 0 && lockstep_cursor < tg_threads && fibers[lockstep_cursor].state == F_READY) {  // lockstep fast path
+    nx = &fibers[lockstep_cursor];
+    lockstep_cursor = lockstep_cursor + 1 == tg_threads ? 0 : lockstep_cursor + 1;
   } else {
     nx = pick();
   }
   if (nx && nx != me) {  // hand over directly, skipping the scheduler
-    g.cur = nx;
+    ctx.cur = nx;
     mslemu_switch(&me->sp, nx->sp);
-    g.cur = me;
+    ctx.cur = me;
   } else {
     mslemu_switch(&me->sp, sched_sp);
   }
@@ -246,96 +218,101 @@ static void yield_() {
 static void release_barrier() {
   Fiber* first = nullptr;
   int flags = 0;
-  for (uint32_t i = 0; i < N; ++i) {
-    Fiber* f = &F[i];
+  for (uint32_t i = 0; i < tg_threads; ++i) {
+    Fiber* f = &fibers[i];
     if (f->state != F_BARRIER) continue;
     flags |= f->wop;
     if (!first) { first = f; continue; }
     if (f->wline != first->wline || (f->wfile != first->wfile && strcmp(f->wfile, first->wfile))) {
-      g.cur = nullptr;
+      ctx.cur = nullptr;
       finish(E_BARRIER, "threadgroup_barrier divergence in " + tg_str() + ": live threads wait at different barriers (" +
                             site(first->wfile, first->wline) + " and " + site(f->wfile, f->wline) +
                             "); every live thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
     }
   }
-  if (live < N && !R->warn) {
-    R->warn = 1;
+  if (live_threads < tg_threads && !result->warn) {
+    result->warn = 1;
     std::vector<uint32_t> done;
-    for (uint32_t i = 0; i < N; ++i) if (F[i].state == F_DONE) done.push_back(i);
-    snprintf(R->warn_msg, sizeof R->warn_msg,
+    for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_DONE) done.push_back(i);
+    snprintf(result->warn_msg, sizeof result->warn_msg,
              "threads %s of %s returned before the threadgroup_barrier at %s; Apple GPUs let returned threads skip "
              "barriers, but the Metal specification requires every thread to reach them (not portable)",
              id_list(done).c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str());
   }
-  if (flags & 2) { g.tg_sync = ++g.clock; }
-  for (uint32_t i = 0; i < N; ++i) if (F[i].state == F_BARRIER) F[i].state = F_READY;
-  barrier_arrived = 0;
-  barrier_seen = 1;
+  if (flags & 2) { ctx.tg_sync = ++ctx.clock; }
+  for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_BARRIER) fibers[i].state = F_READY;
+  barrier_arrivals = 0;
 }
 
 void mslemu::barrier(int flags, const char* file, int line) {
-  Fiber* f = g.cur;
+  Fiber* f = ctx.cur;
   if (f->nq) mma_flush(file, line);
   f->state = F_BARRIER; f->wfile = file; f->wline = line; f->wop = flags;
-  if (++barrier_arrived == live) release_barrier();
+  if (++barrier_arrivals == live_threads) release_barrier();
   else yield_();
   f->state = F_READY;
 }
 
+// two waiting fibers wait at the same source location (the file names are usually one pointer)
+static bool same_site(const Fiber* a, const Fiber* b) {
+  return a->wline == b->wline && (a->wfile == b->wfile || (a->wfile && b->wfile && !strcmp(a->wfile, b->wfile)));
+}
+
+// the n lanes from f0 on wait at one collective (compared by pointer: a fast, conservative test)
+static bool same_collective_site(const Fiber* f0, uint32_t n) {
+  bool same = true;
+  for (uint32_t i = 0; i < n; ++i)
+    same &= (f0[i].wop == f0->wop) & (f0[i].wline == f0->wline) & (f0[i].wfile == f0->wfile);
+  return same;
+}
+
+[[noreturn]] static void report_split_collective(uint32_t sg, const Fiber* a, const Fiber* b) {
+  ctx.cur = nullptr;
+  finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lanes reach different simd-group operations "
+                        "(%s at %s and %s at %s); all active lanes must execute the same one:",
+                        tg_str().c_str(), sg, op_name(a->wop), site(a->wfile, a->wline).c_str(),
+                        op_name(b->wop), site(b->wfile, b->wline).c_str()) + describe_waiting(sg));
+}
+
+// the lanes of simdgroup `sg`: how many the threadgroup has (the last simdgroup may be short)
+static uint32_t simdgroup_size(uint32_t sg) { return tg_threads - sg * 32 < 32 ? tg_threads - sg * 32 : 32; }
+
+// every live lane of the simdgroup waits at a collective: check that they wait at the same
+// one, compute it, and let the lanes run on
 static void complete_sg(uint32_t sg) {
-  Fiber* L[32];
-  uint32_t base = sg * 32, n = N - base < 32 ? N - base : 32;
-  if (S[sg].live == n) {  // fast path: the whole simdgroup is live and waiting here
-    Fiber* f0 = &F[base];
-    bool same = true;
-    for (uint32_t i = 0; i < n; ++i) {
-      Fiber* f = f0 + i;
-      L[i] = f;
-      same &= (f->wop == f0->wop) & (f->wline == f0->wline) & (f->wfile == f0->wfile);
-    }
-    if (same) {
-      if (f0->wop != 100) ((CombineFn)f0->cextra)(f0->wop, L, (int)n);
-      else g.sg_sync[sg] = ++g.clock;
-      for (uint32_t i = 0; i < n; ++i) f0[i].state = F_READY;
-      S[sg].arrived = 0;
-      return;
-    }
-  }
-  for (uint32_t i = 0; i < 32; ++i) L[i] = nullptr;
+  Fiber* lanes[32];
+  uint32_t base = sg * 32, n = simdgroup_size(sg);
   Fiber* first = nullptr;
-  for (uint32_t i = 0; i < n; ++i) {
-    Fiber* f = &F[base + i];
-    if (f->state != F_SIMD) continue;
-    if (!first) first = f;
-    else if (f->wop != first->wop || f->wline != first->wline || (f->wfile != first->wfile && strcmp(f->wfile, first->wfile))) {
-      g.cur = nullptr;
-      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lanes reach different simd-group operations "
-                            "(%s at %s and %s at %s); all active lanes must execute the same one:",
-                            tg_str().c_str(), sg, op_name(first->wop), site(first->wfile, first->wline).c_str(),
-                            op_name(f->wop), site(f->wfile, f->wline).c_str()) + describe_waiting(sg));
+  if (sg_count[sg].live == n && same_collective_site(&fibers[base], n)) {  // the common case: all lanes, one site
+    for (uint32_t i = 0; i < n; ++i) lanes[i] = &fibers[base + i];
+    first = lanes[0];
+  } else {
+    for (uint32_t i = 0; i < n; ++i) {
+      Fiber* f = &fibers[base + i];
+      lanes[i] = f->state == F_SIMD ? f : nullptr;
+      if (!lanes[i]) continue;
+      if (!first) first = f;
+      else if (f->wop != first->wop || !same_site(f, first)) report_split_collective(sg, first, f);
     }
-    L[i] = f;
   }
-  if (first->wop != 100) ((CombineFn)first->cextra)(first->wop, L, (int)n);
-  else g.sg_sync[sg] = ++g.clock;
-  for (uint32_t i = 0; i < n; ++i) if (L[i]) L[i]->state = F_READY;
-  S[sg].arrived = 0;
+  if (first->wop != OP_SIMD_BARRIER) ((CombineFn)first->cextra)(first->wop, lanes, (int)n);
+  else ctx.sg_sync[sg] = ++ctx.clock;
+  for (uint32_t i = 0; i < n; ++i) if (lanes[i]) lanes[i]->state = F_READY;
+  sg_count[sg].arrived = 0;
 }
 
 void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
-  Fiber* f = g.cur;
-  if (f->nq && op != 15) mma_flush(file, line);
+  Fiber* f = ctx.cur;
+  if (f->nq && op != OP_MMA) mma_flush(file, line);
   f->state = F_SIMD; f->wfile = file; f->wline = line; f->wop = op; f->cextra = (const void*)fn;
-  if (++S[f->sg].arrived == S[f->sg].live) complete_sg(f->sg);
+  if (++sg_count[f->sg].arrived == sg_count[f->sg].live) complete_sg(f->sg);
   else yield_();
   f->state = F_READY;
 }
 
-void mslemu::simd_barrier(const char* file, int line) { collective(100, file, line, nullptr); }
+void mslemu::simd_barrier(const char* file, int line) { collective(OP_SIMD_BARRIER, file, line, nullptr); }
 
 // ------------------------------------------------------------------ deferred simdgroup multiplies
-static const int OP_MMA = 15;
-
 typedef float v8f __attribute__((vector_size(32)));
 #if defined(__x86_64__) && defined(__linux__)
 __attribute__((target_clones("avx2", "default")))
@@ -351,12 +328,13 @@ static void mm8(const float (*A)[8], const float (*B)[8], const float (*C)[8], f
   }
 }
 
-static const unsigned char LROW[32] = {0,0,1,1,2,2,3,3,0,0,1,1,2,2,3,3,4,4,5,5,6,6,7,7,4,4,5,5,6,6,7,7};
-static const unsigned char LCOL[32] = {0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6,0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6};
+static const unsigned char FRAGMENT_ROW[32] = {0,0,1,1,2,2,3,3,0,0,1,1,2,2,3,3,4,4,5,5,6,6,7,7,4,4,5,5,6,6,7,7};
+static const unsigned char FRAGMENT_COL[32] = {0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6,0,2,0,2,0,2,0,2,4,6,4,6,4,6,4,6};
 
 
-static float mma_D[MMA_QCAP][8][8];  // results of the queued multiplies, row-major
+static float mma_results[MMA_QCAP][8][8];  // results of the queued multiplies, row-major
 
+// results are rounded to the destination type, as a register of that type would be
 static void round_matrix(float (*D)[8], int td) {
   for (int r = 0; r < 8; ++r)
     for (int c = 0; c < 8; ++c) {
@@ -365,91 +343,81 @@ static void round_matrix(float (*D)[8], int td) {
     }
 }
 
-static void flush_combine(int, Fiber** L, int n) {
-  int first = -1;
-  for (int i = 0; i < n; ++i) if (L[i]) { first = i; break; }
-  Fiber* f0 = L[first];
-  uint32_t sg = f0->sg;
+// every lane must have queued as many multiplies as the others
+static void check_queue_lengths(Fiber** lanes, int n, int first) {
+  Fiber* f0 = lanes[first];
   int nq = f0->nq;
-  for (int i = 0; i < n; ++i)
-    if (L[i] && L[i]->nq != nq) {
-      int k = nq < L[i]->nq ? nq : L[i]->nq;
-      Fiber* longer = nq > L[i]->nq ? f0 : L[i];
-      const LaneOp& o = qop(sg, k, longer->lane);
-      g.cur = nullptr;
-      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lane %d performed %d simdgroup matrix multiplies "
-                            "but lane %d performed %d (the next one is at %s); simdgroup_matrix operations need "
-                            "uniform control flow in the simdgroup", tg_str().c_str(), sg, f0->lane, nq, L[i]->lane,
-                            L[i]->nq, site(o.file, o.line).c_str()));
+  for (int i = 0; i < n; ++i) {
+    if (!lanes[i] || lanes[i]->nq == nq) continue;
+    int k = nq < lanes[i]->nq ? nq : lanes[i]->nq;
+    Fiber* longer = nq > lanes[i]->nq ? f0 : lanes[i];
+    const LaneOp& o = qop(f0->sg, k, longer->lane);
+    ctx.cur = nullptr;
+    finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lane %d performed %d simdgroup matrix multiplies "
+                          "but lane %d performed %d (the next one is at %s); simdgroup_matrix operations need "
+                          "uniform control flow in the simdgroup", tg_str().c_str(), f0->sg, f0->lane, nq, lanes[i]->lane,
+                          lanes[i]->nq, site(o.file, o.line).c_str()));
+  }
+}
+
+// What the lanes agree on about one queued multiply: for each operand, whether every lane
+// takes it from the same earlier multiply (or none), and whether all want one result type.
+struct QueuedAgreement { bool uniform_dep[3]; bool same_td; };
+
+static QueuedAgreement compare_lanes(uint32_t sg, const LaneOp* ops, Fiber** lanes, int n, int first) {
+  QueuedAgreement agree{{true, true, true}, true};
+  const LaneOp& o0 = ops[first];
+  for (int i = 0; i < n; ++i) {
+    if (!lanes[i]) continue;
+    const LaneOp& o = ops[i];
+    if (o.line != o0.line || (o.file != o0.file && strcmp(o.file, o0.file))) {
+      ctx.cur = nullptr;
+      finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lane %d multiplies at %s while lane %d multiplies "
+                            "at %s; simdgroup_matrix operations need uniform control flow in the simdgroup",
+                            tg_str().c_str(), sg, first, site(o0.file, o0.line).c_str(), i, site(o.file, o.line).c_str()));
     }
-  float A[8][8], B[8][8], C[8][8];
-  bool full = n == 32;
-  for (int i = 0; i < n; ++i) full = full && L[i];
-  // every lane hashed the sites and operand sources of its queue: equal hashes (the
-  // uniform case) skip the per-multiply comparison of the lanes
-  bool same_hash = full;
-  for (int i = 1; i < n && same_hash; ++i) same_hash = L[i]->qhash == L[0]->qhash;
-  for (int q = 0; q < nq; ++q) {
-    const LaneOp* ops = &qop(sg, q, 0);
-    const LaneOp& o0 = ops[first];
-    // operands produced by an earlier queued multiply (the same one on every lane, in
-    // uniform control flow) are copied as whole matrices
-    bool uni[3] = {true, true, true};
-    bool same_td = true;
-    for (int i = 0; i < n && !same_hash; ++i) {
-      if (!L[i]) continue;
+    for (int k = 0; k < 3; ++k) agree.uniform_dep[k] = agree.uniform_dep[k] && o.dep[k] == o0.dep[k];
+    agree.same_td = agree.same_td && o.td == o0.td;
+  }
+  return agree;
+}
+
+// Operand k (0 a, 1 b, 2 c) of queued multiply `ops` as a whole 8x8 matrix. An operand
+// produced by an earlier queued multiply (the same one on every lane, in uniform control
+// flow) is copied whole; otherwise each lane contributes its two elements.
+static void gather_operand(float (*X)[8], int k, const LaneOp* ops, Fiber** lanes, int n, bool full, bool uniform_dep,
+                           int first) {
+  const LaneOp& o0 = ops[first];
+  if (full && uniform_dep && o0.dep[k] >= 0) {
+    memcpy(X, mma_results[o0.dep[k]], sizeof(float) * 64);
+  } else if (full && uniform_dep) {  // fresh operands staged by every lane
+    for (int i = 0; i < 32; ++i) {
+      int rr = FRAGMENT_ROW[i], cc = FRAGMENT_COL[i];
+      X[rr][cc] = ops[i].in[2 * k];
+      X[rr][cc + 1] = ops[i].in[2 * k + 1];
+    }
+  } else {
+    memset(X, 0, sizeof(float) * 64);
+    for (int i = 0; i < n; ++i) {
+      if (!lanes[i]) continue;
       const LaneOp& o = ops[i];
-      if (o.line != o0.line || (o.file != o0.file && strcmp(o.file, o0.file))) {
-        g.cur = nullptr;
-        finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lane %d multiplies at %s while lane %d multiplies "
-                              "at %s; simdgroup_matrix operations need uniform control flow in the simdgroup",
-                              tg_str().c_str(), sg, first, site(o0.file, o0.line).c_str(), i, site(o.file, o.line).c_str()));
-      }
-      for (int k = 0; k < 3; ++k) uni[k] = uni[k] && o.dep[k] == o0.dep[k];
-      same_td = same_td && o.td == o0.td;
-    }
-    float (*M[3])[8] = {A, B, C};
-    for (int k = 0; k < 3; ++k) {
-      float (*X)[8] = M[k];
-      if (full && uni[k] && o0.dep[k] >= 0) {
-        memcpy(X, mma_D[o0.dep[k]], sizeof A);
-      } else if (full && uni[k]) {  // fresh operands staged by every lane
-        for (int i = 0; i < 32; ++i) {
-          int rr = LROW[i], cc = LCOL[i];
-          X[rr][cc] = ops[i].in[2 * k];
-          X[rr][cc + 1] = ops[i].in[2 * k + 1];
-        }
-      } else {
-        memset(X, 0, sizeof A);
-        for (int i = 0; i < n; ++i) {
-          if (!L[i]) continue;
-          const LaneOp& o = ops[i];
-          int rr = LROW[i], cc = LCOL[i];
-          if (o.dep[k] >= 0) {
-            X[rr][cc] = mma_D[o.dep[k]][rr][cc];
-            X[rr][cc + 1] = mma_D[o.dep[k]][rr][cc + 1];
-          } else {
-            X[rr][cc] = o.in[2 * k];
-            X[rr][cc + 1] = o.in[2 * k + 1];
-          }
-        }
-      }
-    }
-    mm8(A, B, C, mma_D[q]);
-    // results are rounded to the destination type, as a register of that type would be
-    if (same_td) {
-      if (o0.td) round_matrix(mma_D[q], o0.td);
-    } else {
-      round_matrix(mma_D[q], 1);  // mixed destination types across lanes cannot happen in uniform code
+      int rr = FRAGMENT_ROW[i], cc = FRAGMENT_COL[i];
+      const float* src = o.dep[k] >= 0 ? &mma_results[o.dep[k]][rr][cc] : &o.in[2 * k];
+      X[rr][cc] = src[0];
+      X[rr][cc + 1] = src[1];
     }
   }
+}
+
+// each lane's two elements of each result go to the matrix register that asked for them
+static void write_back_results(uint32_t sg, int nq, Fiber** lanes, int n) {
   for (int q = 0; q < nq; ++q) {
     LaneOp* ops = &qop(sg, q, 0);
     for (int i = 0; i < n; ++i) {
       LaneOp& o = ops[i];
-      if (!L[i] || !o.reg_e) continue;
-      int rr = LROW[i], cc = LCOL[i];
-      float v0 = mma_D[q][rr][cc], v1 = mma_D[q][rr][cc + 1];
+      if (!lanes[i] || !o.reg_e) continue;
+      int rr = FRAGMENT_ROW[i], cc = FRAGMENT_COL[i];
+      float v0 = mma_results[q][rr][cc], v1 = mma_results[q][rr][cc + 1];
       if (o.td == 0) { ((float*)o.reg_e)[0] = v0; ((float*)o.reg_e)[1] = v1; }
       else if (o.td == 1) { ((uint16_t*)o.reg_e)[0] = f32_to_f16_bits(v0); ((uint16_t*)o.reg_e)[1] = f32_to_f16_bits(v1); }
       else { ((uint16_t*)o.reg_e)[0] = f32_to_bf16_bits(v0); ((uint16_t*)o.reg_e)[1] = f32_to_bf16_bits(v1); }
@@ -457,35 +425,63 @@ static void flush_combine(int, Fiber** L, int n) {
       o.reg_e = nullptr; o.reg_pend = nullptr;
     }
   }
-  for (int i = 0; i < n; ++i) if (L[i]) { L[i]->nq = 0; L[i]->qhash = 0; }
+}
+
+// The combine function of a flush: the last lane to arrive computes, in order, every
+// multiply the simdgroup queued, then hands each lane its elements of the results.
+static void flush_combine(int, Fiber** lanes, int n) {
+  int first = -1;
+  for (int i = 0; i < n; ++i) if (lanes[i]) { first = i; break; }
+  uint32_t sg = lanes[first]->sg;
+  int nq = lanes[first]->nq;
+  check_queue_lengths(lanes, n, first);
+  bool full = n == 32;
+  for (int i = 0; i < n; ++i) full = full && lanes[i];
+  // every lane hashed the sites and operand sources of its queue: equal hashes (the
+  // uniform case) skip the per-multiply comparison of the lanes
+  bool same_hash = full;
+  for (int i = 1; i < n && same_hash; ++i) same_hash = lanes[i]->qhash == lanes[0]->qhash;
+  float A[8][8], B[8][8], C[8][8];
+  float (*operand[3])[8] = {A, B, C};
+  for (int q = 0; q < nq; ++q) {
+    const LaneOp* ops = &qop(sg, q, 0);
+    QueuedAgreement agree{{true, true, true}, true};
+    if (!same_hash) agree = compare_lanes(sg, ops, lanes, n, first);
+    for (int k = 0; k < 3; ++k) gather_operand(operand[k], k, ops, lanes, n, full, agree.uniform_dep[k], first);
+    mm8(A, B, C, mma_results[q]);
+    if (!agree.same_td) round_matrix(mma_results[q], 1);  // mixed destination types cannot happen in uniform code
+    else if (ops[first].td) round_matrix(mma_results[q], ops[first].td);
+  }
+  write_back_results(sg, nq, lanes, n);
+  for (int i = 0; i < n; ++i) if (lanes[i]) { lanes[i]->nq = 0; lanes[i]->qhash = 0; }
 }
 
 void mslemu::mma_flush(const char* file, int line) {
-  if (!g.cur->nq) return;
+  if (!ctx.cur->nq) return;
   collective(OP_MMA, file ? file : "?", line, &flush_combine);
 }
 
 // ------------------------------------------------------------------ memory
 void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_t esize, uint32_t nd,
                        const uint32_t* dims) {
-  uint64_t off = (g.arena_used + align - 1) / align * align;
+  uint64_t off = (ctx.arena_used + align - 1) / align * align;
   if (off + bytes > 32768)
     fail(E_LAUNCH, "threadgroup memory exhausted: '%s' needs %llu bytes at offset %llu, but Apple GPUs provide 32768 bytes per threadgroup",
          name, (unsigned long long)bytes, (unsigned long long)off);
-  g.arena_used = off + bytes;
-  if (nregions < 128) {
-    TgRegion& rg = regions[nregions++];
-    rg.p = g.arena + off; rg.size = bytes; rg.name = name; rg.esize = esize; rg.nd = nd > 4 ? 0 : nd;
+  ctx.arena_used = off + bytes;
+  if (tg_region_count < 128) {
+    TgRegion& rg = tg_regions[tg_region_count++];
+    rg.p = ctx.arena + off; rg.size = bytes; rg.name = name; rg.esize = esize; rg.nd = nd > 4 ? 0 : nd;
     for (uint32_t k = 0; k < rg.nd; ++k) rg.dims[k] = dims[k];
   }
-  return g.arena + off;
+  return ctx.arena + off;
 }
 
 // "tile[3][5]" for a byte offset into a threadgroup array (or "'name' (byte offset N)")
 static std::string tg_element(const void* p) {
   const char* c = (const char*)p;
-  for (int i = 0; i < nregions; ++i) {
-    const TgRegion& rg = regions[i];
+  for (int i = 0; i < tg_region_count; ++i) {
+    const TgRegion& rg = tg_regions[i];
     if (c < rg.p || c >= rg.p + rg.size) continue;
     uint64_t off = (uint64_t)(c - rg.p);
     if (rg.esize && rg.nd) {
@@ -506,20 +502,20 @@ static std::string tg_element(const void* p) {
 const char* mslemu::buffer_name_for(const void* p, const void** lo, const void** hi) {
   const char* c = (const char*)p;
   for (int strict = 1; strict >= 0; --strict) {
-    for (int i = 0; i < nregions; ++i) {
-      const char* e = regions[i].p + regions[i].size;
-      if (c >= regions[i].p && (strict ? c < e : c <= e)) {
-        *lo = regions[i].p; *hi = e;
-        return regions[i].name;
+    for (int i = 0; i < tg_region_count; ++i) {
+      const char* e = tg_regions[i].p + tg_regions[i].size;
+      if (c >= tg_regions[i].p && (strict ? c < e : c <= e)) {
+        *lo = tg_regions[i].p; *hi = e;
+        return tg_regions[i].name;
       }
     }
     for (int i = 0; i < 32; ++i) {
-      const char* b = (const char*)g.buf[i];
+      const char* b = (const char*)ctx.buf[i];
       if (!b) continue;
-      const char* e = b + g.buf_size[i];
+      const char* e = b + ctx.buf_size[i];
       if (c >= b && (strict ? c < e : c <= e)) {
         *lo = b; *hi = e;
-        return g.buf_name[i];
+        return ctx.buf_name[i];
       }
     }
   }
@@ -540,19 +536,19 @@ void* mslemu::oob(const void* pc, const void* p, const void* lo, const void* hi,
     m = fmt("out-of-bounds access to '%s': element index %lld is outside the valid range [0, %lld) (%zu-byte elements) at ",
             name, idx, n, elem) + pcs(pc);
   }
-  m += " in " + tg_str() + ", " + th_str(g.cur);
-  if (g.oob_lenient && elem <= sizeof poison) {
+  m += " in " + tg_str() + ", " + th_str(ctx.cur);
+  if (ctx.oob_lenient && elem <= sizeof poison) {
     // reads outside a buffer give zeros; a write is caught when the run ends
-    if (!R->oob_msg[0]) snprintf(R->oob_msg, sizeof R->oob_msg, "%s", m.c_str());
+    if (!result->oob_msg[0]) snprintf(result->oob_msg, sizeof result->oob_msg, "%s", m.c_str());
     return poison;
   }
   finish(E_OOB, m);
 }
 
 void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, uint32_t pc_other_off) {
-  const void* pc_other = (const void*)(g.pc_base + pc_other_off);
-  Fiber* me = g.cur;
-  Fiber* o = &F[other];
+  const void* pc_other = (const void*)(ctx.pc_base + pc_other_off);
+  Fiber* me = ctx.cur;
+  Fiber* o = &fibers[other];
   const char* what = kind == 1 ? "reads" : "writes";
   const char* other_what = kind == 3 ? "read" : "wrote";
   std::string m = fmt("data race on threadgroup memory %s in %s: ", tg_element(p).c_str(), tg_str().c_str());
@@ -563,26 +559,26 @@ void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, u
 
 void mslemu::uninit_read(const void* p, const void* pc) {
   static uint64_t reported_gen = 0;
-  if (R->uninit_msg[0] || reported_gen == g.tg_gen + 1) return;
-  reported_gen = g.tg_gen + 1;
-  std::string m = fmt("%s reads threadgroup memory %s at ", th_str(g.cur).c_str(), tg_element(p).c_str()) + pcs(pc) +
+  if (result->uninit_msg[0] || reported_gen == ctx.tg_gen + 1) return;
+  reported_gen = ctx.tg_gen + 1;
+  std::string m = fmt("%s reads threadgroup memory %s at ", th_str(ctx.cur).c_str(), tg_element(p).c_str()) + pcs(pc) +
                   " in " + tg_str() +
                   " before any thread of the threadgroup wrote it; threadgroup memory starts with undefined contents "
                   "on a GPU (the emulator gives 0)";
-  snprintf(R->uninit_msg, sizeof R->uninit_msg, "%s", m.c_str());
+  snprintf(result->uninit_msg, sizeof result->uninit_msg, "%s", m.c_str());
 }
 
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
-  Lp->entry();
-  if (g.cur->nq) mma_flush("(thread exit)", 0);
-  Fiber* f = g.cur;
+  launch->entry();
+  if (ctx.cur->nq) mma_flush("(thread exit)", 0);
+  Fiber* f = ctx.cur;
   f->state = F_DONE;
-  --live;
-  SGState& s = S[f->sg];
+  --live_threads;
+  SimdgroupCount& s = sg_count[f->sg];
   --s.live;
   if (s.live && s.arrived == s.live) complete_sg(f->sg);
-  if (live && barrier_arrived == live) release_barrier();
+  if (live_threads && barrier_arrivals == live_threads) release_barrier();
 #ifdef MSLEMU_UCONTEXT
   setcontext(&sched_uc);
 #else
@@ -593,43 +589,43 @@ static void fiber_main() {
 }
 
 static Fiber* pick() {
-  if (Lp->schedule == 0) {
-    for (uint32_t k = 0; k < N; ++k) {
-      uint32_t i = cursor + k;
-      if (i >= N) i -= N;
-      if (F[i].state == F_READY) { cursor = i + 1 == N ? 0 : i + 1; return &F[i]; }
+  if (launch->schedule == 0) {
+    for (uint32_t k = 0; k < tg_threads; ++k) {
+      uint32_t i = lockstep_cursor + k;
+      if (i >= tg_threads) i -= tg_threads;
+      if (fibers[i].state == F_READY) { lockstep_cursor = i + 1 == tg_threads ? 0 : i + 1; return &fibers[i]; }
     }
     return nullptr;
   }
-  if (Lp->schedule == 1) {  // simdgroup-major: lowest ready thread index
-    for (uint32_t i = 0; i < N; ++i) if (F[i].state == F_READY) return &F[i];
+  if (launch->schedule == 1) {  // simdgroup-major: lowest ready thread index
+    for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_READY) return &fibers[i];
     return nullptr;
   }
   uint32_t cnt = 0;
-  for (uint32_t i = 0; i < N; ++i) cnt += F[i].state == F_READY;
+  for (uint32_t i = 0; i < tg_threads; ++i) cnt += fibers[i].state == F_READY;
   if (!cnt) return nullptr;
-  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-  uint32_t k = (uint32_t)(rng % cnt);
-  for (uint32_t i = 0; i < N; ++i)
-    if (F[i].state == F_READY && k-- == 0) return &F[i];
+  schedule_rng ^= schedule_rng << 13; schedule_rng ^= schedule_rng >> 7; schedule_rng ^= schedule_rng << 17;
+  uint32_t k = (uint32_t)(schedule_rng % cnt);
+  for (uint32_t i = 0; i < tg_threads; ++i)
+    if (fibers[i].state == F_READY && k-- == 0) return &fibers[i];
   return nullptr;
 }
 
 [[noreturn]] static void deadlock() {
-  g.cur = nullptr;
-  // a simdgroup whose live lanes are split between a simd-group op and something else
-  for (uint32_t sg = 0; sg < g.nsg; ++sg) {
-    uint32_t base = sg * 32, n = N - base < 32 ? N - base : 32;
+  ctx.cur = nullptr;
+  // a simdgroup whose live_threads lanes are split between a simd-group op and something else
+  for (uint32_t sg = 0; sg < ctx.nsg; ++sg) {
+    uint32_t base = sg * 32, n = tg_threads - base < 32 ? tg_threads - base : 32;
     bool simd = false, other = false;
     const Fiber* fs = nullptr;
     for (uint32_t i = 0; i < n; ++i) {
-      const Fiber& f = F[base + i];
+      const Fiber& f = fibers[base + i];
       if (f.state == F_SIMD) { simd = true; fs = &f; }
       else if (f.state != F_DONE) other = true;
     }
     if (simd && other) {
       std::string what = fmt("%s at %s", op_name(fs->wop), site(fs->wfile, fs->wline).c_str());
-      if (fs->wop == 15 && fs->nq > 0) {  // a deferred multiply: name where it was issued
+      if (fs->wop == OP_MMA && fs->nq > 0) {  // a deferred multiply: name where it was issued
         const LaneOp& o = qop(sg, 0, fs->lane);
         what = fmt("the simdgroup matrix multiply at %s (its result needed at %s)", site(o.file, o.line).c_str(),
                    site(fs->wfile, fs->wline).c_str());
@@ -643,119 +639,147 @@ static Fiber* pick() {
                         describe_waiting(-1));
 }
 
-static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
-  g.tg_pos[0] = tx; g.tg_pos[1] = ty; g.tg_pos[2] = tz;
-  // the random schedule is seeded per threadgroup, so it does not depend on the workers
-  uint64_t lin = ((uint64_t)tz * Lp->ntg[1] + ty) * Lp->ntg[0] + tx;
-  rng = (Lp->seed + 1) * 0x9E3779B97F4A7C15ull ^ (lin + 1) * 0xBF58476D1CE4E5B9ull;
-  if (!rng) rng = 88172645463325252ull;
-  uint32_t n[3];
+// the random schedule is seeded per threadgroup, so it does not depend on the workers
+static void seed_schedule(uint64_t linear_tg) {
+  schedule_rng = (launch->seed + 1) * 0x9E3779B97F4A7C15ull ^ (linear_tg + 1) * 0xBF58476D1CE4E5B9ull;
+  if (!schedule_rng) schedule_rng = 88172645463325252ull;
+}
+
+// the threadgroup's real size: with dispatchThreads the edge threadgroups are cut at the grid
+static void size_threadgroup() {
   for (int i = 0; i < 3; ++i) {
-    n[i] = Lp->tptg[i];
-    if (Lp->dispatch_threads) {
-      uint32_t start = g.tg_pos[i] * Lp->tptg[i];
-      if (start + n[i] > Lp->grid[i]) n[i] = Lp->grid[i] - start;
+    uint32_t n = launch->tptg[i];
+    if (launch->dispatch_threads) {
+      uint32_t start = ctx.tg_pos[i] * launch->tptg[i];
+      if (start + n > launch->grid[i]) n = launch->grid[i] - start;
     }
-    g.tptg[i] = n[i];
+    ctx.tptg[i] = n;
   }
-  N = n[0] * n[1] * n[2];
-  g.nthreads = N;
-  g.nsg = (N + 31) / 32;
-  ++g.tg_gen;
-  g.arena_used = 0;
-  nregions = 0;
+  tg_threads = ctx.tptg[0] * ctx.tptg[1] * ctx.tptg[2];
+  ctx.nthreads = tg_threads;
+  ctx.nsg = (tg_threads + 31) / 32;
+}
+
+// fresh threadgroup memory (zeroed; a new generation for the race shadow) and the
+// [[threadgroup(n)]] buffers of the launch
+static void reset_threadgroup_memory() {
+  ++ctx.tg_gen;
+  ctx.arena_used = 0;
+  tg_region_count = 0;
   for (int i = 0; i < 32; ++i) {
-    if (Lp->tgm_size[i]) g.tgm[i] = tg_alloc(Lp->tgm_size[i], 16, "threadgroup buffer");
-    else g.tgm[i] = nullptr;
-    g.tgm_size[i] = Lp->tgm_size[i];
+    ctx.tgm[i] = launch->tgm_size[i] ? tg_alloc(launch->tgm_size[i], 16, "threadgroup buffer") : nullptr;
+    ctx.tgm_size[i] = launch->tgm_size[i];
   }
-  memset(g.arena, 0, 32768);
-  g.tg_sync = ++g.clock;
-  g.tg_start = g.clock;
-  for (int i = 0; i < 32; ++i) g.sg_sync[i] = g.clock;
-  live = N; barrier_arrived = 0; cursor = 0;
-  for (uint32_t s = 0; s < g.nsg; ++s) { S[s].live = N - s * 32 < 32 ? N - s * 32 : 32; S[s].arrived = 0; }
-  for (uint32_t i = 0; i < N; ++i) {
-    Fiber* f = &F[i];
+  memset(ctx.arena, 0, 32768);
+  ctx.tg_sync = ++ctx.clock;
+  ctx.tg_start = ctx.clock;
+  for (int i = 0; i < 32; ++i) ctx.sg_sync[i] = ctx.clock;
+}
+
+// every thread of the threadgroup as a fiber that has not run yet
+static void init_fibers() {
+  live_threads = tg_threads; barrier_arrivals = 0; lockstep_cursor = 0;
+  for (uint32_t s = 0; s < ctx.nsg; ++s) { sg_count[s].live = simdgroup_size(s); sg_count[s].arrived = 0; }
+  const uint32_t* n = ctx.tptg;
+  for (uint32_t i = 0; i < tg_threads; ++i) {
+    Fiber* f = &fibers[i];
     memset(f, 0, sizeof *f);
     f->tid = i; f->lane = i % 32; f->sg = i / 32;
     f->pos[0] = i % n[0]; f->pos[1] = (i / n[0]) % n[1]; f->pos[2] = i / (n[0] * n[1]);
     f->state = F_READY;
     // stagger the stack tops so the fibers' hot frames do not all map to one cache set
-    char* top = stacks + (size_t)(i + 1) * (STACK + GUARD) - (size_t)((i * 7) % 64) * 64;
+    char* top = fiber_stacks + (size_t)(i + 1) * (FIBER_STACK_BYTES + STACK_GUARD_BYTES) - (size_t)((i * 7) % 64) * 64;
 #if defined(MSLEMU_UCONTEXT)
     getcontext(&uctx[i]);
-    uctx[i].uc_stack.ss_sp = top - STACK + 4096;
-    uctx[i].uc_stack.ss_size = STACK - 4096;
+    uctx[i].uc_stack.ss_sp = top - FIBER_STACK_BYTES + 4096;
+    uctx[i].uc_stack.ss_size = FIBER_STACK_BYTES - 4096;
     uctx[i].uc_link = nullptr;
     makecontext(&uctx[i], (void (*)())fiber_main, 0);
-#elif defined(__x86_64__)
-    void** sp = (void**)top;
-    *--sp = nullptr;
-    *--sp = (void*)&fiber_main;
-    for (int k = 0; k < 6; ++k) *--sp = nullptr;
-    f->sp = sp;
-#elif defined(__aarch64__)
-    void** sp = (void**)(top - 176);
-    memset(sp, 0, 176);
-    sp[11] = (void*)&fiber_main;
-    f->sp = sp;
 #else
-    getcontext(&uctx[i]);
-    uctx[i].uc_stack.ss_sp = top - STACK;
-    uctx[i].uc_stack.ss_size = STACK;
-    uctx[i].uc_link = nullptr;
-    makecontext(&uctx[i], (void (*)())fiber_main, 0);
+    f->sp = fiber_initial_sp(top, &fiber_main);
 #endif
   }
+}
+
+// run fibers until every thread returned; threads that can never run again are a deadlock
+static void schedule_until_done() {
   for (;;) {
     Fiber* f = pick();
     if (!f) {
-      if (live == 0) break;
+      if (live_threads == 0) break;
       deadlock();
     }
-    g.cur = f;
+    ctx.cur = f;
 #ifdef MSLEMU_UCONTEXT
     swapcontext(&sched_uc, &uctx[f->tid]);
 #else
     mslemu_switch(&sched_sp, f->sp);
 #endif
   }
-  g.cur = nullptr;
+  ctx.cur = nullptr;
+}
+
+static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
+  ctx.tg_pos[0] = tx; ctx.tg_pos[1] = ty; ctx.tg_pos[2] = tz;
+  seed_schedule(((uint64_t)tz * launch->ntg[1] + ty) * launch->ntg[0] + tx);
+  size_threadgroup();
+  reset_threadgroup_memory();
+  init_fibers();
+  schedule_until_done();
 }
 
 // ------------------------------------------------------------------ signals
-static void on_signal(int sig, siginfo_t* si, void* uc_) {
+static uintptr_t signal_pc(void* uc_) {
   ucontext_t* uc = (ucontext_t*)uc_;
-  uintptr_t pc = 0;
-#if defined(__x86_64__) && defined(__linux__)
-  pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__) && defined(__linux__)
-  pc = (uintptr_t)uc->uc_mcontext.pc;
-#endif
   (void)uc;
-  std::string m;
-  if (sig == SIGALRM) {
-    m = fmt("timeout: the kernel did not finish within %g s (infinite loop or a very large launch?)", Lp->timeout);
-    if (g.cur) m += "; " + th_str(g.cur) + " of " + tg_str() + " was running at " + pcs((void*)pc);
-    if (F && N) m += "; threads:" + describe_waiting(-1);
-    R->sig = sig;
-    finish(E_TIMEOUT, m);
-  }
+#if defined(__x86_64__) && defined(__linux__)
+  return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__) && defined(__linux__)
+  return (uintptr_t)uc->uc_mcontext.pc;
+#elif defined(__x86_64__) && defined(__APPLE__)
+  return (uintptr_t)uc->uc_mcontext->__ss.__rip;
+#elif defined(__aarch64__) && defined(__APPLE__)
+  return (uintptr_t)uc->uc_mcontext->__ss.__pc;
+#else
+  return 0;
+#endif
+}
+
+[[noreturn]] static void report_timeout(uintptr_t pc) {
+  std::string m = fmt("timeout: the kernel did not finish within %g s (infinite loop or a very large launch?)",
+                      launch->timeout);
+  if (ctx.cur) m += "; " + th_str(ctx.cur) + " of " + tg_str() + " was running at " + pcs((void*)pc);
+  if (fibers && tg_threads) m += "; threads:" + describe_waiting(-1);
+  result->sig = SIGALRM;
+  finish(E_TIMEOUT, m);
+}
+
+// a fault just below a fiber's stack (in its guard page, or under the lowest stack) is an overflow
+static bool is_stack_overflow(int sig, const char* a) {
+  return sig == SIGSEGV && fiber_stacks && a >= fiber_stacks - (1 << 20) &&
+         a < fiber_stacks + fiber_stack_count * (FIBER_STACK_BYTES + STACK_GUARD_BYTES) &&
+         (a < fiber_stacks || ((size_t)(a - fiber_stacks) % (FIBER_STACK_BYTES + STACK_GUARD_BYTES)) < STACK_GUARD_BYTES);
+}
+
+[[noreturn]] static void report_crash(int sig, const siginfo_t* si, uintptr_t pc) {
   const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
                    : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : sig == SIGTRAP ? "SIGTRAP" : "signal";
-  m = fmt("kernel crashed with %s", name);
-  char* a = (char*)si->si_addr;
-  if (sig == SIGSEGV && stacks && a >= stacks - (1 << 20) && a < stacks + nstacks * (STACK + GUARD) &&
-      (a < stacks || ((size_t)(a - stacks) % (STACK + GUARD)) < GUARD))
+  std::string m = fmt("kernel crashed with %s", name);
+  if (is_stack_overflow(sig, (const char*)si->si_addr))
     m += fmt(" (stack overflow of a GPU thread: its %zu KiB stack is full; a thread-local array that large "
-             "would not fit in a GPU thread's registers or stack either)", STACK / 1024);
+             "would not fit in a GPU thread's registers or stack either)", FIBER_STACK_BYTES / 1024);
   else if (sig == SIGSEGV || sig == SIGBUS)
     m += fmt(" (invalid address %p)", si->si_addr);
   if (pc) m += " at " + pcs((void*)pc);
-  if (g.cur) m += " in " + tg_str() + ", " + th_str(g.cur);
-  R->sig = sig;
+  if (ctx.cur) m += " in " + tg_str() + ", " + th_str(ctx.cur);
+  result->sig = sig;
   finish(E_CRASH, m);
+}
+
+static void on_signal(int sig, siginfo_t* si, void* uc) {
+  uintptr_t pc = signal_pc(uc);
+  if (sig == SIGALRM) report_timeout(pc);
+  report_crash(sig, si, pc);
 }
 
 static void install_handlers() {
@@ -768,73 +792,88 @@ static void install_handlers() {
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGALRM}) sigaction(s, &sa, nullptr);
-  if (Lp->isolate) {  // Ctrl-C ends the worker processes (the caller then sees KeyboardInterrupt)
+  if (launch->isolate) {  // Ctrl-C ends the worker processes (the caller then sees KeyboardInterrupt)
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
   }
-  if (Lp->timeout > 0) {
+  if (launch->timeout > 0) {
     struct itimerval it{};
-    it.it_value.tv_sec = (long)Lp->timeout;
-    it.it_value.tv_usec = (long)((Lp->timeout - (long)Lp->timeout) * 1e6);
+    it.it_value.tv_sec = (long)launch->timeout;
+    it.it_value.tv_usec = (long)((launch->timeout - (long)launch->timeout) * 1e6);
     setitimer(ITIMER_REAL, &it, nullptr);
   }
 }
 
+// ------------------------------------------------------------------ running the threadgroups
 static void* zalloc(size_t n) {
   void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) finish(E_GENERIC, "out of memory");
   return p;
 }
 
-static int run_all() {
-  install_handlers();
-  uint32_t maxn = Lp->tptg[0] * Lp->tptg[1] * Lp->tptg[2];
-  nstacks = maxn;
-  stacks = (char*)mmap(nullptr, maxn * (STACK + GUARD), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber stacks");
-  for (uint32_t i = 0; i < maxn; ++i) mprotect(stacks + (size_t)i * (STACK + GUARD), GUARD, PROT_NONE);
-  F = (Fiber*)zalloc(maxn * sizeof(Fiber));
-  g.mmaq = (LaneOp*)zalloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32 * sizeof(LaneOp));
+// stacks (each above a PROT_NONE guard page), fibers, multiply queues, threadgroup memory
+// and its race shadow, for the largest threadgroup of the launch
+static void allocate_threadgroup_state() {
+  uint32_t maxn = launch->tptg[0] * launch->tptg[1] * launch->tptg[2];
+  fiber_stack_count = maxn;
+  fiber_stacks = (char*)mmap(nullptr, maxn * (FIBER_STACK_BYTES + STACK_GUARD_BYTES), PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (fiber_stacks == MAP_FAILED) finish(E_GENERIC, "cannot allocate fiber stacks");
+  for (uint32_t i = 0; i < maxn; ++i)
+    mprotect(fiber_stacks + (size_t)i * (FIBER_STACK_BYTES + STACK_GUARD_BYTES), STACK_GUARD_BYTES, PROT_NONE);
+  fibers = (Fiber*)zalloc(maxn * sizeof(Fiber));
+  ctx.mmaq = (LaneOp*)zalloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32 * sizeof(LaneOp));
 #ifdef MSLEMU_UCONTEXT
   uctx.resize(maxn);
 #endif
-  g.arena = (char*)zalloc(65536);
-  g.arena_size = 32768;
-  g.shadow = zalloc((32768 / 2 + 8) * sizeof(Shadow));
-  g.race_check = Lp->race_check;
-  g.pc_base = so_base;
-  g.oob_lenient = Lp->oob_reads;
-  g.clock = 1;
+  ctx.arena = (char*)zalloc(65536);
+  ctx.arena_size = 32768;
+  ctx.shadow = zalloc((32768 / 2 + 8) * sizeof(Shadow));
+}
+
+// what kernel code reads of the launch: buffers, grid, checking modes
+static void bind_launch() {
+  ctx.race_check = launch->race_check;
+  ctx.pc_base = so_base;
+  ctx.oob_lenient = launch->oob_reads;
+  ctx.clock = 1;
   for (int i = 0; i < 32; ++i) {
-    g.buf[i] = Lp->buf[i]; g.buf_size[i] = Lp->buf_size[i]; g.buf_name[i] = Lp->buf_name[i];
+    ctx.buf[i] = launch->buf[i]; ctx.buf_size[i] = launch->buf_size[i]; ctx.buf_name[i] = launch->buf_name[i];
   }
   for (int i = 0; i < 3; ++i) {
-    g.max_tptg[i] = Lp->tptg[i];
-    g.tgs_per_grid[i] = Lp->ntg[i];
-    g.threads_per_grid[i] = Lp->grid[i];
-    g.grid_origin[i] = 0;
+    ctx.max_tptg[i] = launch->tptg[i];
+    ctx.tgs_per_grid[i] = launch->ntg[i];
+    ctx.threads_per_grid[i] = launch->grid[i];
+    ctx.grid_origin[i] = 0;
   }
+}
+
+// Runs this process's share of the threadgroups (all of them in-process, else every
+// worker_count-th from worker_index); the first error ends the process.
+static int run_all() {
+  install_handlers();
+  allocate_threadgroup_state();
+  bind_launch();
   int64_t lin = 0;
-  for (uint32_t z = 0; z < Lp->ntg[2]; ++z)
-    for (uint32_t y = 0; y < Lp->ntg[1]; ++y)
-      for (uint32_t x = 0; x < Lp->ntg[0]; ++x, ++lin) {
-        if (lin % nworkers != worker) continue;
-        R->err_tg = lin;
+  for (uint32_t z = 0; z < launch->ntg[2]; ++z)
+    for (uint32_t y = 0; y < launch->ntg[1]; ++y)
+      for (uint32_t x = 0; x < launch->ntg[0]; ++x, ++lin) {
+        if (lin % worker_count != worker_index) continue;
+        result->err_tg = lin;
         run_threadgroup(x, y, z);
       }
-  R->err_tg = INT64_MAX;
+  result->err_tg = INT64_MAX;
   for (size_t i = 0; i < sizeof poison; ++i)
     if (poison[i]) {
-      g.cur = nullptr;
+      ctx.cur = nullptr;
       finish(E_OOB, std::string("out-of-bounds write (reads outside buffers were allowed, writes are not); "
-                                "the first out-of-bounds access was: ") + R->oob_msg);
+                                "the first out-of-bounds access was: ") + result->oob_msg);
     }
-  R->status = 0;
+  result->status = 0;
   return 0;
 }
 
-#include <sys/syscall.h>
-#include <poll.h>
+// ------------------------------------------------------------------ worker processes
 // fork without running the process's pthread_atfork handlers: numpy's OpenBLAS tears down
 // and restarts its thread pool around every fork(), which costs more than the fork itself.
 // The child only runs this runtime and then _exit()s.
@@ -847,81 +886,105 @@ static pid_t raw_fork() {
   return fork();
 }
 
-extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* L) {
-  Lp = L;
-  R = L->result;
-  Dl_info di;
-  if (dladdr((void*)&mslemu_run, &di)) so_base = (uintptr_t)di.dli_fbase;
-  R->err_tg = -1;
-  if (!L->isolate) return run_all();
-  fflush(stdout); fflush(stderr);
-  // Threadgroups are independent: split them over `workers` child processes (interleaved).
-  // Every worker stops at its first error; the error of the lowest threadgroup wins, so the
-  // report does not depend on the number of workers.
-  uint64_t total = (uint64_t)L->ntg[0] * L->ntg[1] * L->ntg[2];
-  int nw = L->workers < 1 ? 1 : L->workers > 16 ? 16 : L->workers;
-  if ((uint64_t)nw > total) nw = (int)(total ? total : 1);
-  MslemuResult* res[16];
-  res[0] = L->result;
-  for (int w = 1; w < nw; ++w) {
+static const int MAX_WORKERS = 16;
+
+struct Workers {
+  int count = 0;
+  MslemuResult* res[MAX_WORKERS];  // res[0] is the caller's result; the others are shared mappings
+  pid_t pid[MAX_WORKERS];
+  int status[MAX_WORKERS] = {0};
+  bool done[MAX_WORKERS] = {false};
+  int pidfd[MAX_WORKERS];
+};
+
+// one result per worker, in memory shared with it
+static void map_worker_results(Workers& w, int wanted) {
+  w.res[0] = launch->result;
+  w.count = 1;
+  for (int i = 1; i < wanted; ++i) {
     void* m = mmap(nullptr, sizeof(MslemuResult), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) { nw = w; break; }
-    res[w] = (MslemuResult*)m;
-    memset(res[w], 0, sizeof(MslemuResult));
-    res[w]->status = -1;
-    res[w]->err_tg = -1;
+    if (m == MAP_FAILED) break;
+    w.res[i] = (MslemuResult*)m;
+    memset(w.res[i], 0, sizeof(MslemuResult));
+    w.res[i]->status = -1;
+    w.res[i]->err_tg = -1;
+    w.count = i + 1;
   }
-  pid_t pids[16];
-  int sts[16] = {0};
-  bool done[16] = {false};
-  for (int w = 0; w < nw; ++w) {
+}
+
+static bool start_workers(Workers& w) {
+  for (int i = 0; i < w.count; ++i) {
     pid_t pid = raw_fork();
     if (pid < 0) {
-      for (int k = 0; k < w; ++k) kill(pids[k], SIGKILL);
-      snprintf(R->msg, sizeof R->msg, "fork failed");
-      R->status = E_GENERIC;
-      return R->status;
+      for (int k = 0; k < i; ++k) kill(w.pid[k], SIGKILL);
+      return false;
     }
     if (pid == 0) {
-      worker = w; nworkers = nw; R = res[w];
+      worker_index = i; worker_count = w.count; result = w.res[i];
       run_all();
       _exit(0);
     }
-    pids[w] = pid;
+    w.pid[i] = pid;
   }
-  int polls = 0, left = nw;
-  double waited = 0, limit = L->timeout > 0 ? L->timeout + 10 : 1e30;
-  int pfd[16];
-  bool have_pidfd = true;
+  return true;
+}
+
+// a descriptor per worker that becomes readable when it exits (Linux pidfd), or -1 for all
+static bool open_exit_notifications(Workers& w) {
+  bool have = true;
 #if defined(__linux__) && defined(SYS_pidfd_open)
-  for (int w = 0; w < nw; ++w) {
-    pfd[w] = (int)syscall(SYS_pidfd_open, pids[w], 0);
-    if (pfd[w] < 0) have_pidfd = false;
+  for (int i = 0; i < w.count; ++i) {
+    w.pidfd[i] = (int)syscall(SYS_pidfd_open, w.pid[i], 0);
+    if (w.pidfd[i] < 0) have = false;
   }
 #else
-  have_pidfd = false;
-  for (int w = 0; w < nw; ++w) pfd[w] = -1;
+  have = false;
+  for (int i = 0; i < w.count; ++i) w.pidfd[i] = -1;
 #endif
+  return have;
+}
+
+static void close_exit_notifications(Workers& w) {
+  for (int i = 0; i < w.count; ++i) if (w.pidfd[i] >= 0) close(w.pidfd[i]);
+}
+
+// reap the workers that exited; how many are still running
+static int reap_workers(Workers& w) {
+  int left = 0;
+  for (int i = 0; i < w.count; ++i) {
+    if (w.done[i]) continue;
+    pid_t r = waitpid(w.pid[i], &w.status[i], WNOHANG);
+    if (r == w.pid[i] || r < 0) w.done[i] = true;
+    else ++left;
+  }
+  return left;
+}
+
+static double seconds_since(const struct timespec& t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+}
+
+// Wait for every worker; false if they outlived the time limit (the workers' own timers
+// report a timeout with the threads' state: this is the backstop if they cannot).
+static bool wait_for_workers(Workers& w, double limit) {
+  bool have_pidfd = open_exit_notifications(w);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  while (left) {
-    bool progress = false;
-    for (int w = 0; w < nw; ++w) {
-      if (done[w]) continue;
-      pid_t r = waitpid(pids[w], &sts[w], WNOHANG);
-      if (r == pids[w] || r < 0) { done[w] = true; --left; progress = true; }
-    }
-    if (!left) break;
-    if (progress) continue;
+  int polls = 0;
+  double waited = 0;
+  int left = w.count, before = w.count;
+  while ((left = reap_workers(w)) > 0) {
+    if (left < before) { before = left; continue; }  // someone exited: look again at once
     if (have_pidfd) {
       // sleep until a worker exits (or 100 ms pass, to check the time limit)
-      struct pollfd fds[16];
+      struct pollfd fds[MAX_WORKERS];
       int k = 0;
-      for (int w = 0; w < nw; ++w) if (!done[w]) { fds[k].fd = pfd[w]; fds[k].events = POLLIN; fds[k].revents = 0; ++k; }
+      for (int i = 0; i < w.count; ++i)
+        if (!w.done[i]) { fds[k].fd = w.pidfd[i]; fds[k].events = POLLIN; fds[k].revents = 0; ++k; }
       poll(fds, k, 100);
-      struct timespec t1;
-      clock_gettime(CLOCK_MONOTONIC, &t1);
-      waited = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+      waited = seconds_since(t0);
     } else {
       // back off from 20 us to 2 ms: short launches return quickly, long ones cost no CPU
       long ns = 20000L << (polls < 7 ? polls : 7);
@@ -932,47 +995,84 @@ extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* L
       waited += ns * 1e-9;
     }
     if (waited > limit) {
-      for (int w = 0; w < nw; ++w) if (!done[w]) { kill(pids[w], SIGKILL); waitpid(pids[w], &sts[w], 0); }
-      for (int w = 0; w < nw; ++w) if (pfd[w] >= 0) close(pfd[w]);
-      R->status = E_TIMEOUT;
-      snprintf(R->msg, sizeof R->msg, "timeout: the kernel did not finish within %g s and was killed", L->timeout);
-      return R->status;
+      for (int i = 0; i < w.count; ++i)
+        if (!w.done[i]) { kill(w.pid[i], SIGKILL); waitpid(w.pid[i], &w.status[i], 0); }
+      close_exit_notifications(w);
+      return false;
     }
   }
-  for (int w = 0; w < nw; ++w) if (pfd[w] >= 0) close(pfd[w]);
-  for (int w = 0; w < nw; ++w) {
-    MslemuResult* X = res[w];
-    int st = sts[w];
-    if (WIFSIGNALED(st)) {
-      X->status = E_CRASH;
-      X->sig = WTERMSIG(st);
-      snprintf(X->msg, sizeof X->msg, "kernel process died with signal %d (%s)", X->sig, strsignal(X->sig));
-    } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && X->status <= 0) {
-      X->status = E_GENERIC;
-      snprintf(X->msg, sizeof X->msg, "kernel process exited with status %d", WEXITSTATUS(st));
-    } else if (X->status < 0) {
-      X->status = E_GENERIC;
-      snprintf(X->msg, sizeof X->msg, "kernel process ended without a result");
-    }
+  close_exit_notifications(w);
+  return true;
+}
+
+// a worker that died without writing its result gets one saying how it ended
+static void describe_worker_exit(MslemuResult* x, int st) {
+  if (WIFSIGNALED(st)) {
+    x->status = E_CRASH;
+    x->sig = WTERMSIG(st);
+    snprintf(x->msg, sizeof x->msg, "kernel process died with signal %d (%s)", x->sig, strsignal(x->sig));
+  } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && x->status <= 0) {
+    x->status = E_GENERIC;
+    snprintf(x->msg, sizeof x->msg, "kernel process exited with status %d", WEXITSTATUS(st));
+  } else if (x->status < 0) {
+    x->status = E_GENERIC;
+    snprintf(x->msg, sizeof x->msg, "kernel process ended without a result");
   }
-  // merge into res[0]
-  int best = -1;
-  for (int w = 0; w < nw; ++w)
-    if (res[w]->status != 0 && (best < 0 || res[w]->err_tg < res[best]->err_tg)) best = w;
-  int warn_from = -1, oob_from = -1;
-  for (int w = 0; w < nw; ++w) {
-    if (res[w]->warn && warn_from < 0) warn_from = w;
-    if (res[w]->oob_msg[0] && oob_from < 0) oob_from = w;
+}
+
+// Into res[0]: the error of the lowest-numbered failing threadgroup, and the first warning
+// of each kind, so the report does not depend on the number of workers.
+static void merge_worker_results(Workers& w) {
+  MslemuResult* out = w.res[0];
+  int best = -1, warn_from = -1, oob_from = -1;
+  for (int i = 0; i < w.count; ++i) {
+    if (w.res[i]->status != 0 && (best < 0 || w.res[i]->err_tg < w.res[best]->err_tg)) best = i;
+    if (w.res[i]->warn && warn_from < 0) warn_from = i;
+    if (w.res[i]->oob_msg[0] && oob_from < 0) oob_from = i;
   }
   if (best > 0) {
-    R->status = res[best]->status; R->sig = res[best]->sig; R->err_tg = res[best]->err_tg;
-    memcpy(R->msg, res[best]->msg, sizeof R->msg);
+    out->status = w.res[best]->status; out->sig = w.res[best]->sig; out->err_tg = w.res[best]->err_tg;
+    memcpy(out->msg, w.res[best]->msg, sizeof out->msg);
   }
-  if (warn_from > 0) { R->warn = res[warn_from]->warn; memcpy(R->warn_msg, res[warn_from]->warn_msg, sizeof R->warn_msg); }
-  if (oob_from > 0) memcpy(R->oob_msg, res[oob_from]->oob_msg, sizeof R->oob_msg);
-  for (int w = 1; w < nw && !R->uninit_msg[0]; ++w)
-    if (res[w]->uninit_msg[0]) memcpy(R->uninit_msg, res[w]->uninit_msg, sizeof R->uninit_msg);
-  if (best < 0) R->status = 0;
-  for (int w = 1; w < nw; ++w) munmap(res[w], sizeof(MslemuResult));
-  return R->status;
+  if (warn_from > 0) { out->warn = w.res[warn_from]->warn; memcpy(out->warn_msg, w.res[warn_from]->warn_msg, sizeof out->warn_msg); }
+  if (oob_from > 0) memcpy(out->oob_msg, w.res[oob_from]->oob_msg, sizeof out->oob_msg);
+  for (int i = 1; i < w.count && !out->uninit_msg[0]; ++i)
+    if (w.res[i]->uninit_msg[0]) memcpy(out->uninit_msg, w.res[i]->uninit_msg, sizeof out->uninit_msg);
+  if (best < 0) out->status = 0;
+}
+
+// Threadgroups are independent: split them over `workers` child processes (interleaved).
+// Every worker stops at its first error; merge_worker_results picks what is reported.
+static int run_isolated() {
+  uint64_t total = (uint64_t)launch->ntg[0] * launch->ntg[1] * launch->ntg[2];
+  int wanted = launch->workers < 1 ? 1 : launch->workers > MAX_WORKERS ? MAX_WORKERS : launch->workers;
+  if ((uint64_t)wanted > total) wanted = (int)(total ? total : 1);
+  Workers w;
+  map_worker_results(w, wanted);
+  fflush(stdout); fflush(stderr);
+  int rc;
+  if (!start_workers(w)) {
+    snprintf(result->msg, sizeof result->msg, "fork failed");
+    rc = result->status = E_GENERIC;
+  } else if (!wait_for_workers(w, launch->timeout > 0 ? launch->timeout + 10 : 1e30)) {
+    result->status = E_TIMEOUT;
+    snprintf(result->msg, sizeof result->msg, "timeout: the kernel did not finish within %g s and was killed",
+             launch->timeout);
+    rc = result->status;
+  } else {
+    for (int i = 0; i < w.count; ++i) describe_worker_exit(w.res[i], w.status[i]);
+    merge_worker_results(w);
+    rc = result->status;
+  }
+  for (int i = 1; i < w.count; ++i) munmap(w.res[i], sizeof(MslemuResult));
+  return rc;
+}
+
+extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* l) {
+  launch = l;
+  result = l->result;
+  Dl_info di;
+  if (dladdr((void*)&mslemu_run, &di)) so_base = (uintptr_t)di.dli_fbase;
+  result->err_tg = -1;
+  return launch->isolate ? run_isolated() : run_all();
 }

@@ -40,39 +40,39 @@ inline constexpr bool is_arith_v = std::is_arithmetic_v<T> || is_half<std::remov
 
 // ---------------------------------------------------------------- race shadow
 MSLEMU_AI Shadow& shadow_of(const void* p) {
-  return ((Shadow*)g.shadow)[((const char*)p - g.arena) >> 1];
+  return ((Shadow*)ctx.shadow)[((const char*)p - ctx.arena) >> 1];
 }
 MSLEMU_AI bool stale(uint32_t stamp, uint16_t tid_other, uint32_t tid_now) {
-  if (stamp < g.tg_sync) return true;
-  if ((tid_other >> 5) == (tid_now >> 5) && stamp < g.sg_sync[tid_now >> 5]) return true;
+  if (stamp < ctx.tg_sync) return true;
+  if ((tid_other >> 5) == (tid_now >> 5) && stamp < ctx.sg_sync[tid_now >> 5]) return true;
   return false;
 }
-MSLEMU_AI uint32_t pcoff(const void* pc) { return (uint32_t)((uintptr_t)pc - g.pc_base); }
+MSLEMU_AI uint32_t pcoff(const void* pc) { return (uint32_t)((uintptr_t)pc - ctx.pc_base); }
 MSLEMU_AI void tg_read(const void* p, const void* pc) {
-  if (!g.race_check) return;
+  if (!ctx.race_check) return;
   Shadow& s = shadow_of(p);
-  uint32_t t = g.cur->tid;
+  uint32_t t = ctx.cur->tid;
   // a write by another thread since the last barrier?
-  if (__builtin_expect(s.w_stamp >= g.tg_sync, 0) && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t))
+  if (__builtin_expect(s.w_stamp >= ctx.tg_sync, 0) && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t))
     race(1, p, pc, s.w_tid, s.w_pc);
-  if (__builtin_expect(s.w_stamp < g.tg_start, 0)) uninit_read(p, pc);
+  if (__builtin_expect(s.w_stamp < ctx.tg_start, 0)) uninit_read(p, pc);
   // remember up to two readers since the last barrier
-  if (s.r_stamp >= g.tg_sync) {
+  if (s.r_stamp >= ctx.tg_sync) {
     if (s.r_tid == t || s.multi) return;
     if (!stale(s.r_stamp, s.r_tid, t)) { s.multi = 1; s.r2_tid = (uint16_t)t; s.r2_pc = pcoff(pc); return; }
   }
-  s.multi = 0; s.r_tid = (uint16_t)t; s.r_stamp = g.clock; s.r_pc = pcoff(pc);
+  s.multi = 0; s.r_tid = (uint16_t)t; s.r_stamp = ctx.clock; s.r_pc = pcoff(pc);
 }
 MSLEMU_AI void tg_write(const void* p, const void* pc) {
-  if (!g.race_check) return;
+  if (!ctx.race_check) return;
   Shadow& s = shadow_of(p);
-  uint32_t t = g.cur->tid;
-  if (s.w_stamp >= g.tg_sync && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t)) race(2, p, pc, s.w_tid, s.w_pc);
-  if (s.r_stamp >= g.tg_sync && !stale(s.r_stamp, s.r_tid, t)) {
+  uint32_t t = ctx.cur->tid;
+  if (s.w_stamp >= ctx.tg_sync && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t)) race(2, p, pc, s.w_tid, s.w_pc);
+  if (s.r_stamp >= ctx.tg_sync && !stale(s.r_stamp, s.r_tid, t)) {
     if (s.r_tid != t) race(3, p, pc, s.r_tid, s.r_pc);
     if (s.multi && s.r2_tid != t) race(3, p, pc, s.r2_tid, s.r2_pc);
   }
-  s.w_tid = (uint16_t)t; s.w_stamp = g.clock; s.w_pc = pcoff(pc);
+  s.w_tid = (uint16_t)t; s.w_stamp = ctx.clock; s.w_pc = pcoff(pc);
 }
 
 // ---------------------------------------------------------------- address spaces
@@ -234,10 +234,10 @@ template <class T, size_t D0, size_t... D> struct tg_view<T, D0, D...> {
 };
 template <class T, size_t... D> struct tg_array : tg_view<T, D...> {
   static tg_array get(TgSlot& s, const char* name) {
-    if (s.gen != g.tg_gen) {
+    if (s.gen != ctx.tg_gen) {
       static const uint32_t dims[] = {(uint32_t)D...};
       s.p = tg_alloc(sizeof(T) * (D * ...), alignof(T) < 16 ? 16 : alignof(T), name, sizeof(T), sizeof...(D), dims);
-      s.gen = g.tg_gen;
+      s.gen = ctx.tg_gen;
     }
     tg_array a;
     a.p = (T*)s.p; a.lo = (char*)s.p; a.hi = (char*)s.p + sizeof(T) * (D * ...); a.name = name;
@@ -248,7 +248,7 @@ template <class T, size_t... D> struct tg_array : tg_view<T, D...> {
 template <class T> struct tg_var {
   T* p;
   static tg_var get(TgSlot& s, const char* name) {
-    if (s.gen != g.tg_gen) { s.p = tg_alloc(sizeof(T), alignof(T) < 16 ? 16 : alignof(T), name, sizeof(T)); s.gen = g.tg_gen; }
+    if (s.gen != ctx.tg_gen) { s.p = tg_alloc(sizeof(T), alignof(T) < 16 ? 16 : alignof(T), name, sizeof(T)); s.gen = ctx.tg_gen; }
     return tg_var{(T*)s.p};
   }
   MSLEMU_AI tg_ref<T> ref() const { return tg_ref<T>{p}; }

@@ -27,13 +27,13 @@ alignas(64) extern char zero_block[4096];
 
 template <class A> MSLEMU_AI A bind(const ParamDesc& d) {
   using B = std::remove_cv_t<std::remove_reference_t<A>>;
-  const Fiber* f = g.cur;
+  const Fiber* f = ctx.cur;
   uint32_t v[3] = {0, 0, 0};
   switch (d.kind) {
     case P_BUFFER: case P_TGMEM: {
       bool tg = d.kind == P_TGMEM;
-      char* data = d.gate ? (char*)(tg ? g.tgm[d.index] : g.buf[d.index]) : nullptr;
-      uint64_t size = d.gate ? (tg ? g.tgm_size[d.index] : g.buf_size[d.index]) : 0;
+      char* data = d.gate ? (char*)(tg ? ctx.tgm[d.index] : ctx.buf[d.index]) : nullptr;
+      uint64_t size = d.gate ? (tg ? ctx.tgm_size[d.index] : ctx.buf_size[d.index]) : 0;
       if constexpr (is_ptr<B>::value) {
         // a parameter switched off by a function constant reads as zeros (Metal leaves it
         // unbound; compilers drop the dead reads)
@@ -47,21 +47,21 @@ template <class A> MSLEMU_AI A bind(const ParamDesc& d) {
         return *(B*)data;
       }
     }
-    case P_TPIG: for (int i = 0; i < 3; ++i) v[i] = g.tg_pos[i] * g.max_tptg[i] + f->pos[i]; break;
+    case P_TPIG: for (int i = 0; i < 3; ++i) v[i] = ctx.tg_pos[i] * ctx.max_tptg[i] + f->pos[i]; break;
     case P_TPITG: for (int i = 0; i < 3; ++i) v[i] = f->pos[i]; break;
-    case P_TGPIG: for (int i = 0; i < 3; ++i) v[i] = g.tg_pos[i]; break;
-    case P_TPTG: for (int i = 0; i < 3; ++i) v[i] = g.tptg[i]; break;
-    case P_TGPG: for (int i = 0; i < 3; ++i) v[i] = g.tgs_per_grid[i]; break;
-    case P_TPG: for (int i = 0; i < 3; ++i) v[i] = g.threads_per_grid[i]; break;
+    case P_TGPIG: for (int i = 0; i < 3; ++i) v[i] = ctx.tg_pos[i]; break;
+    case P_TPTG: for (int i = 0; i < 3; ++i) v[i] = ctx.tptg[i]; break;
+    case P_TGPG: for (int i = 0; i < 3; ++i) v[i] = ctx.tgs_per_grid[i]; break;
+    case P_TPG: for (int i = 0; i < 3; ++i) v[i] = ctx.threads_per_grid[i]; break;
     case P_TIITG: v[0] = f->tid; break;
     case P_LANE: v[0] = f->lane; break;
     case P_SGITG: v[0] = f->sg; break;
-    case P_SGPTG: v[0] = g.nsg; break;
+    case P_SGPTG: v[0] = ctx.nsg; break;
     case P_WIDTH: v[0] = 32; break;
     case P_ORIGIN: break;
     case P_QLANE: v[0] = f->tid % 4; break;
     case P_QGITG: v[0] = f->tid / 4; break;
-    case P_QGPTG: v[0] = (g.nthreads + 3) / 4; break;
+    case P_QGPTG: v[0] = (ctx.nthreads + 3) / 4; break;
     default: break;
   }
   if constexpr (is_ptr<B>::value || std::is_class_v<B> && vecinfo<B>::n == 1) {

@@ -43,7 +43,7 @@ template <class T> inline T __metal_simd_prefix_exclusive_product(T x) { return 
 template <class T> inline T __metal_simd_prefix_inclusive_product(T x) { return x; }
 template <class T> inline T __metal_simd_shuffle_and_fill_up(T x, T fill, ushort delta, ushort modulo = 32) {
   T up = metal::simd_shuffle_up(x, delta);
-  return (mslemu::g.cur->lane % modulo) < delta ? fill : up; }
+  return (mslemu::ctx.cur->lane % modulo) < delta ? fill : up; }
 template <class T> inline T __metal_simd_shuffle_and_fill_down(T x, T fill, ushort delta, ushort modulo = 32) {
   T dn = metal::simd_shuffle_down(x, delta);
-  return (mslemu::g.cur->lane % modulo) + delta >= modulo ? fill : dn; }
+  return (mslemu::ctx.cur->lane % modulo) + delta >= modulo ? fill : dn; }

@@ -272,7 +272,7 @@ template <class T> void combine(int op, mslemu::Fiber** L, int n) {
 
 template <class T> MSLEMU_AI T simd_op_(int op, const T& x, int64_t arg, const char* file, int line) {
   T r = x;
-  mslemu::Fiber* f = mslemu::g.cur;
+  mslemu::Fiber* f = mslemu::ctx.cur;
   f->cin = &x; f->cout = &r; f->carg = arg;
   mslemu::collective(op, file, line, &combine<T>);
   return r;
@@ -300,14 +300,14 @@ MSLEMU_SIMD2(simd_shuffle_rotate_up, OP_ROTATE_UP)
 MSLEMU_SIMD2(simd_broadcast, OP_BROADCAST)
 template <class T> inline T simd_shuffle_and_fill_up(T x, T fill, ushort delta, ushort modulo = 32, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   T up = simd_shuffle_up(x, delta, file, line);
-  return (mslemu::g.cur->lane % modulo) < delta ? fill : up; }
+  return (mslemu::ctx.cur->lane % modulo) < delta ? fill : up; }
 template <class T> inline T simd_shuffle_and_fill_down(T x, T fill, ushort delta, ushort modulo = 32, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   T dn = simd_shuffle_down(x, delta, file, line);
-  return (mslemu::g.cur->lane % modulo) + delta >= modulo ? fill : dn; }
+  return (mslemu::ctx.cur->lane % modulo) + delta >= modulo ? fill : dn; }
 inline bool simd_all(bool x, const char* file = __builtin_FILE(), int line = __builtin_LINE()) { return simd_op_<bool>(OP_ALL, x, 0, file, line); }
 inline bool simd_any(bool x, const char* file = __builtin_FILE(), int line = __builtin_LINE()) { return simd_op_<bool>(OP_ANY, x, 0, file, line); }
 inline bool simd_is_first(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  uint lane = mslemu::g.cur->lane; return simd_op_<uint>(OP_BROADCAST_FIRST, lane, 0, file, line) == lane; }
+  uint lane = mslemu::ctx.cur->lane; return simd_op_<uint>(OP_BROADCAST_FIRST, lane, 0, file, line) == lane; }
 
 // ---------------------------------------------------------------- simdgroup_matrix
 template <class T> constexpr uint8_t elem_tag_() {
@@ -319,8 +319,8 @@ template <class T, int Cols, int Rows> struct simdgroup_matrix {
   static_assert(Cols == 8 && Rows == 8, "only 8x8 simdgroup matrices exist");
   vec<T, 2> e;
   int32_t pend = -1;  // >= 0: the value is the result of this lane's queued multiply #pend
-  MSLEMU_AI static int row() { uint l = mslemu::g.cur->lane; uint q = l / 4; return (q & 4) + (l / 2) % 4; }
-  MSLEMU_AI static int col() { uint l = mslemu::g.cur->lane; uint q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+  MSLEMU_AI static int row() { uint l = mslemu::ctx.cur->lane; uint q = l / 4; return (q & 4) + (l / 2) % 4; }
+  MSLEMU_AI static int col() { uint l = mslemu::ctx.cur->lane; uint q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
   simdgroup_matrix() = default;
   // the scalar constructor makes a DIAGONAL matrix
   MSLEMU_AI explicit simdgroup_matrix(T d) {
@@ -333,7 +333,7 @@ template <class T, int Cols, int Rows> struct simdgroup_matrix {
   }
   MSLEMU_AI void cancel() {
     if (pend >= 0) {
-      mslemu::Fiber* f = mslemu::g.cur;
+      mslemu::Fiber* f = mslemu::ctx.cur;
       mslemu::LaneOp& op = mslemu::qop(f->sg, pend, f->lane);
       op.reg_e = nullptr; op.reg_pend = nullptr;
       pend = -1;
@@ -389,7 +389,7 @@ template <class TD, class TA, class TB, class TC, int C, int R>
 MSLEMU_AI void mma_(simdgroup_matrix<TD, C, R>& d, const simdgroup_matrix<TA, C, R>& a,
                     const simdgroup_matrix<TB, C, R>& b, const simdgroup_matrix<TC, C, R>* c,
                     const char* file, int line) {
-  mslemu::Fiber* f = mslemu::g.cur;
+  mslemu::Fiber* f = mslemu::ctx.cur;
   if (f->nq == mslemu::MMA_QCAP) mslemu::mma_flush(file, line);
   int q = f->nq++;
   mslemu::LaneOp& op = mslemu::qop(f->sg, q, f->lane);

@@ -73,10 +73,10 @@ struct Ctx {
 
 
 
-extern Ctx g;
+extern Ctx ctx;  // the launch and threadgroup being run, as kernel code sees them (defined in runtime.cpp)
 
 void mma_flush(const char* file, int line);
-inline LaneOp& qop(uint32_t sg, int op, uint32_t lane) { return g.mmaq[((size_t)sg * MMA_QCAP + op) * 32 + lane]; }
+inline LaneOp& qop(uint32_t sg, int op, uint32_t lane) { return ctx.mmaq[((size_t)sg * MMA_QCAP + op) * 32 + lane]; }
 
 // runtime services (implemented in runtime.cpp)
 [[noreturn]] void fail(int kind, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
