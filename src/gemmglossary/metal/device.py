@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..msl.lexer import assign_lines, tokenize
+from ..runtime.selection import BackendUnavailable
 
 #: MTLGPUFamily constants reported for a device, without the ``MTLGPUFamily`` prefix.
 FAMILY_NAMES = ("Apple1", "Apple2", "Apple3", "Apple4", "Apple5", "Apple6", "Apple7", "Apple8",
@@ -46,8 +47,8 @@ FEATURES = (
 )
 
 
-class UnsupportedOnDevice(RuntimeError):
-    """The kernel needs a GPU family this Metal device does not have."""
+class UnsupportedOnDevice(BackendUnavailable):
+    """The kernel needs a GPU family this Metal device does not have: the backend cannot run it here."""
 
 
 @dataclass(frozen=True)
