@@ -104,6 +104,15 @@ def test_template_int_bool_and_hash():
     )
 
 
+def test_negative_template_ints_in_the_host_name():
+    # The 0.32.4 wheel turns '-' into '_' in the name (tested against it below).
+    g = gen("neg", ["a"], ["b"], "b[0] = a[0] * N;", [("float32", (16,))], ["float32"],
+            template=[("N", -3), ("T", "float16"), ("B", False)])
+    name = "custom_kernel_neg___3_float16_t_0_float_float"
+    assert g.name == name
+    assert g.source.endswith(f"decltype({name}<-3, float16_t, 0>) {name}<-3, float16_t, 0>;\n")
+
+
 def test_early_close_quirk_kept():
     # One input with a shape buffer, two outputs, no attributes: MLX closes the
     # parameter list after the first output (its index is compared with n_in+n_out-1).
@@ -116,6 +125,12 @@ def test_errors():
         gen("e", ["a"], [], "", [("float32", (8,))], [])
     with pytest.raises(ValueError, match="Invalid template argument"):
         gen("e", ["a"], ["o"], "", [("float32", (8,))], ["float32"], template=[("T", 1.5)])
+    with pytest.raises(ValueError, match="Invalid template argument"):
+        ms.template_arguments([("N", 2**31)])
+    assert ms.template_arguments([("N", -(2**31)), ("B", True)]) == [("N", -(2**31)), ("B", True)]
+    with pytest.raises(ValueError, match="Unknown compile option `mathmode`"):
+        ms.math_mode({"mathmode": "fast"})
+    assert ms.math_mode(None) == "safe" and ms.math_mode({"math_mode": "relaxed"}) == "relaxed"
     with pytest.raises(ValueError, match="Expected `inputs` to have size 1 but got size 2"):
         gen("e", ["a"], ["o"], "", [("float32", (8,)), ("float32", (8,))], ["float32"])
 
@@ -158,6 +173,9 @@ CASES = [
          template=[["T", {"dtype": "float16"}], ["N", 3], ["B", True], ["C", False]]),
     dict(name="q", input_names=["a"], output_names=["o1", "o2"], source="o1[0] = a_shape[0];",
          header="", atomic=False, inputs=[["int8", [9]]], output_dtypes=["uint8", "bool"], template=[]),
+    dict(name="neg", input_names=["a"], output_names=["b"], source="b[0] = a[0] * N + M;", header="",
+         atomic=False, inputs=[["float32", [16]]], output_dtypes=["float32"],
+         template=[["N", -3], ["M", -2147483648], ["T", {"dtype": "float16"}], ["B", False]]),
     dict(name="many", input_names=["a", "b"], output_names=["o"],
          source="o[thread_position_in_grid.x] = a[0] + b_strides[1] + simdgroup_index_in_threadgroup + thread_index_in_simdgroup + threads_per_threadgroup.x + threadgroup_position_in_grid.x + quadgroup_index_in_threadgroup;",
          header="", atomic=False, inputs=[["int64", [1, 1, 1]], ["uint16", [4, 4]]],
@@ -185,3 +203,110 @@ def test_matches_installed_mlx(case, tmp_path):
             case["inputs"], case["output_dtypes"], header=case["header"],
             atomic_outputs=case["atomic"], template=template)
     assert proc.stdout == ms.verbose_text(case["name"], g.source)
+
+
+# --- what the binding accepts, against the wheel's own checks ---------------------------
+
+NEEDS_WHEEL = pytest.mark.skipif(_mlx_version() != "0.32.4", reason="needs the pinned mlx 0.32.4 wheel as the oracle")
+
+
+def _mlx_outcome(call):
+    """'ok', or the exception type and message MLX raised."""
+    try:
+        call()
+    except RuntimeError as exc:
+        if "No Metal back-end" in str(exc):  # accepted; it only cannot run here
+            return "ok"
+        return (RuntimeError, None)  # std::bad_cast: the message is C++'s
+    except ValueError as exc:
+        return (ValueError, str(exc))
+    return "ok"
+
+
+def _our_outcome(call):
+    try:
+        call()
+    except RuntimeError:
+        return (RuntimeError, None)
+    except ValueError as exc:
+        return (ValueError, str(exc))
+    return "ok"
+
+
+def _template_candidates():
+    import enum
+
+    import mlx.core as mx
+    import numpy as np
+
+    class Small(enum.IntEnum):
+        FOUR = 4
+
+    return [("int", 3), ("negative int", -3), ("int min", -(2**31)), ("int max", 2**31 - 1),
+            ("int too big", 2**31), ("int too small", -(2**31) - 1), ("bool", True), ("mx dtype", mx.float16),
+            ("np.int64", np.int64(3)), ("np.True_", np.True_), ("np.float32", np.float32),
+            ("np.dtype", np.dtype("float32")), ("str", "float32"), ("float", 3.0), ("None", None),
+            ("IntEnum", Small.FOUR)]
+
+
+@NEEDS_WHEEL
+def test_template_values_accepted_and_refused_as_mlx_does():
+    import mlx.core as mx
+
+    kernel = mx.fast.metal_kernel(name="t", input_names=["a"], output_names=["b"], source="b[0] = a[0];")
+    for label, value in _template_candidates():
+        theirs = _mlx_outcome(lambda: kernel(
+            inputs=[mx.zeros((4,))], output_shapes=[(4,)], output_dtypes=[mx.float32],
+            grid=(4, 1, 1), threadgroup=(4, 1, 1), template=[("N", value)]))
+        ours = _our_outcome(lambda: ms.template_arguments([("N", value)]))
+        assert ours == theirs, label
+
+
+@NEEDS_WHEEL
+def test_compile_options_accepted_and_refused_as_mlx_does():
+    import mlx.core as mx
+
+    candidates = [None, {}, {"math_mode": "safe"}, {"math_mode": "relaxed"}, {"math_mode": "fast"},
+                  {"math_mode": "wrong"}, {"mathmode": "fast"}, {"math_mode": "fast", "extra": 1},
+                  [("math_mode", "fast")], {"math_mode": 1}, {1: "fast"}]
+    for options in candidates:
+        theirs = _mlx_outcome(lambda: mx.fast.metal_kernel(
+            name="c", input_names=["a"], output_names=["b"], source="b[0] = a[0];", compile_options=options))
+        ours = _our_outcome(lambda: ms.math_mode(options))
+        assert ours == theirs, options
+
+
+CONVERSIONS = textwrap.dedent(
+    """
+    import sys
+    import mlx.core as mx
+    import numpy as np
+    exprs = sys.argv[2:]
+    names = [f"x{i}" for i in range(len(exprs))]
+    k = mx.fast.metal_kernel(name="conv", input_names=names, output_names=["o"], source="o[0] = 0;")
+    def f(dummy):
+        return k(inputs=[eval(e) for e in exprs], output_shapes=[(1,)], output_dtypes=[mx.float32],
+                 grid=(1, 1, 1), threadgroup=(1, 1, 1), verbose=True)
+    mx.export_function(sys.argv[1], f, mx.zeros((1,)))
+    """
+)
+
+#: Inputs as Python expressions: scalars of every kind, numpy arrays and views.
+CONVERTED = ["3", "2**31", "-2**31 - 1", "1.5", "True", "np.int64(2)", "np.float64(2.0)", "np.bool_(True)",
+             "np.arange(3)", "np.zeros((2, 6))[:, ::2]", "np.zeros(8, np.float16)", "1 + 2j"]
+
+
+@NEEDS_WHEEL
+def test_inputs_are_converted_as_mlx_converts_them(tmp_path):
+    """The generated source names each input's dtype, shape class and address space."""
+    import numpy as np
+
+    from gemmglossary.runtime.custom_kernels import _Input
+
+    proc = subprocess.run([sys.executable, "-c", CONVERSIONS, str(tmp_path / "c.mlxfn"), *CONVERTED],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    names = [f"x{i}" for i in range(len(CONVERTED))]
+    specs = [_Input(eval(e, {"np": np}), n, True).spec for e, n in zip(CONVERTED, names)]
+    ours = ms.generate("conv", names, ["o"], "o[0] = 0;", specs, ["float32"])
+    assert proc.stdout == ms.verbose_text("conv", ours.source)

@@ -11,20 +11,26 @@ import pytest
 
 import gemmglossary as gg
 from gemmglossary.runtime import selection as be
-from gemmglossary.runtime import BackendUnavailable, backend, metal_status
+from gemmglossary.metal.device import DeviceInfo
+from gemmglossary.runtime import BackendUnavailable, automatic, backend, metal_status
+
+APPLE_M1 = tuple(f"Apple{n}" for n in range(1, 8)) + ("Mac2", "Common1", "Common2", "Common3", "Metal3")
+VIRTUAL = ("Mac2", "Common1", "Common2", "Common3", "Metal3")
 
 
 @pytest.fixture
 def fake_platform(monkeypatch):
     probes = []
 
-    def set_(system, machine, device=True):
+    def set_(system, machine, device=True, families=APPLE_M1):
         monkeypatch.setattr(platform, "system", lambda: system)
         monkeypatch.setattr(platform, "machine", lambda: machine)
 
         def probe():
             probes.append(1)
-            return (True, "") if device else (False, "MTLCreateSystemDefaultDevice() returned no device")
+            if not device:
+                return False, "no Metal device: MTLCopyAllDevices() is empty and MTLCreateSystemDefaultDevice() returned nil", None
+            return True, "", DeviceInfo("Apple M1", families)
 
         monkeypatch.setattr(be, "_probe_metal_device", probe)
         return probes
@@ -85,8 +91,24 @@ def test_forcing_metal_where_unavailable_is_an_error(fake_platform, monkeypatch)
 def test_forcing_metal_on_mac_without_device(fake_platform, monkeypatch):
     fake_platform("Darwin", "arm64", device=False)
     monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "metal")
-    with pytest.raises(BackendUnavailable, match="returned no device"):
+    with pytest.raises(BackendUnavailable, match="MTLCreateSystemDefaultDevice.. returned nil"):
         backend()
+
+
+def test_auto_on_a_device_without_simdgroup_matrices_is_emulator(fake_platform, monkeypatch):
+    fake_platform("Darwin", "arm64", families=VIRTUAL)
+    assert automatic() == ("emulator", "the Metal device 'Apple M1' (GPU families: Mac2, Common1, Common2, "
+                                       "Common3, Metal3) lacks what the kernels use (simdgroup matrices need "
+                                       "Apple7 or later)")
+    # forcing it is allowed: the device is there; each kernel that needs Apple7 is refused when loaded
+    monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "metal")
+    assert backend() == "metal"
+
+
+def test_auto_reason_names_the_device(fake_platform):
+    fake_platform("Darwin", "arm64")
+    name, why = automatic()
+    assert name == "metal" and why.startswith("the Metal device 'Apple M1' (GPU families: Apple1, ")
 
 
 def test_unknown_backend_name(fake_platform, monkeypatch):

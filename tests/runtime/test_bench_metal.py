@@ -6,6 +6,7 @@ import pytest
 
 from gemmglossary.bench import metal as bench_metal
 from gemmglossary.runtime import metal_status
+from metal_gate import require_metal
 
 
 def test_off_apple_says_it_cannot_measure(capsys):
@@ -25,9 +26,7 @@ def test_plot_writes_a_png(tmp_path):
 
 @pytest.mark.metal
 def test_bench_runs_on_apple(tmp_path, capsys):
-    ok, reason = metal_status()
-    if not ok:
-        pytest.skip(reason)
+    require_metal()
     out = tmp_path / "bench.png"
     assert bench_metal.main(["--sizes", "256", "--repeats", "1", "--out", str(out)]) == 0
     text = capsys.readouterr().out

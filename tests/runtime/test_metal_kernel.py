@@ -175,3 +175,77 @@ def test_emulator_diagnostics_name_lines_of_the_generated_source(monkeypatch):
     # line 6 of the source verbose=True prints: signature (4 lines), then the body
     assert "/metal_kernel/custom_kernel_oob_float_float.metal:6" in str(info.value)
     assert k.last_source.split("\n")[5] == "b[i] = a[i + 1];"
+
+
+# --- ensure_row_contiguous=False: the view's own memory and strides, as MLX binds them ---
+
+RAW = """
+    uint elem = thread_position_in_grid.x;
+    out[elem] = inp[elem];  // ignores the strides on purpose
+    if (elem < 2) strides[elem] = inp_strides[elem];
+"""
+
+
+def _base():
+    return np.arange(32, dtype=np.float32).reshape(4, 8)
+
+
+@pytest.mark.parametrize("kind", ["mlx", "numpy"])
+def test_view_bound_as_it_is_without_row_contiguous(backend_name, kind):
+    # rows 1 and 3, columns 2..7: its first element is base[1, 2] (offset 10), strides (16, 1).
+    view = mx.array(_base())[1::2, 2:] if kind == "mlx" else _base()[1::2, 2:]
+    k = gg.metal_kernel("raw", ["inp"], ["out", "strides"], RAW, ensure_row_contiguous=False)
+    out, strides = k(inputs=[view], grid=(12, 1, 1), threadgroup=(12, 1, 1),
+                     output_shapes=[(12,), (2,)], output_dtypes=[mx.float32, mx.int64])
+    # A body that ignores the strides reads the memory after the view's first element.
+    np.testing.assert_array_equal(np.array(out), _base().reshape(-1)[10:22])
+    np.testing.assert_array_equal(np.array(strides), [16, 1])
+
+
+def test_view_copied_with_row_contiguous(backend_name):
+    view = mx.array(_base())[1::2, 2:]
+    k = gg.metal_kernel("raw", ["inp"], ["out", "strides"], RAW, ensure_row_contiguous=True)
+    out, strides = k(inputs=[view], grid=(12, 1, 1), threadgroup=(12, 1, 1),
+                     output_shapes=[(12,), (2,)], output_dtypes=[mx.float32, mx.int64])
+    np.testing.assert_array_equal(np.array(out), _base()[1::2, 2:].reshape(-1))
+    np.testing.assert_array_equal(np.array(strides), [6, 1])
+
+
+def test_negative_strides_are_refused_by_the_emulator(monkeypatch):
+    from gemmglossary.runtime.custom_kernels import EmulatorCannotBind
+
+    monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "emulator")
+    k = gg.metal_kernel("raw", ["inp"], ["out", "strides"], RAW, ensure_row_contiguous=False)
+    with pytest.raises(EmulatorCannotBind, match=r"input 'inp' has negative strides \(-8, 1\)"):
+        k(inputs=[mx.array(_base())[::-1]], grid=(32, 1, 1), threadgroup=(32, 1, 1),
+          output_shapes=[(32,), (2,)], output_dtypes=[mx.float32, mx.int64])
+
+
+def test_compile_options_are_checked_when_the_kernel_is_made(backend_name):
+    with pytest.raises(ValueError, match="Unknown compile option `mathmode`"):
+        gg.metal_kernel("c", ["a"], ["b"], "b[0] = a[0];", compile_options={"mathmode": "fast"})
+    with pytest.raises(ValueError, match="Expected math_mode to be 'safe', 'relaxed', or 'fast'"):
+        gg.metal_kernel("c", ["a"], ["b"], "b[0] = a[0];", compile_options={"math_mode": "precise"})
+
+
+def test_fast_math_on_the_emulator_warns(monkeypatch):
+    from gemmglossary.emulator import PortabilityWarning
+
+    monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "emulator")
+    with pytest.warns(PortabilityWarning, match="math_mode='fast'.*the emulator computes IEEE"):
+        gg.metal_kernel("c", ["a"], ["b"], "b[0] = a[0];", compile_options={"math_mode": "fast"})
+
+
+def test_template_values_are_checked_as_mlx_checks_them(backend_name):
+    k = gg.metal_kernel("tmpl", ["inp"], ["out"], "out[0] = inp[0] * N;")
+    for bad in (np.int64(3), np.float32, "float32"):
+        with pytest.raises(ValueError, match="Invalid template argument"):
+            k(inputs=[np.ones(8, np.float32)], template=[("N", bad)], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+              output_shapes=[(1,)], output_dtypes=[mx.float32])
+
+
+def test_negative_template_int_runs(backend_name):
+    k = gg.metal_kernel("neg", ["inp"], ["out"], "uint i = thread_position_in_grid.x;\nout[i] = inp[i] * N;")
+    (out,) = k(inputs=[np.arange(8, dtype=np.float32)], template=[("N", -3)], grid=(8, 1, 1),
+               threadgroup=(8, 1, 1), output_shapes=[(8,)], output_dtypes=[mx.float32])
+    np.testing.assert_array_equal(out, np.arange(8) * -3.0)

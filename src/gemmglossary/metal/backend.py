@@ -13,17 +13,30 @@ Design:
   are inlined first (see :mod:`.includes`: Metal's runtime compiler has no include
   path), searching the file's directory, ``include_dirs`` and then the vendored MLX
   headers (``kernels/vendor``);
+* it is compiled with MLX's MTLCompileOptions: safe math and MLX's language version
+  (:mod:`.compile_options`); MTLCompileOptions' own default is fast math;
+* the device is the one MLX uses (:mod:`.device`); a kernel that needs a GPU family the
+  device lacks (simdgroup matrices: Apple7) is refused with
+  :class:`~.device.UnsupportedOnDevice` before it is compiled;
 * ``function_constants`` ({index or name: value}) become MTLFunctionConstantValues;
-  the value's numpy dtype picks the MTLDataType;
+  the constant's declared type picks the MTLDataType (else the value's numpy dtype);
 * numpy arrays become shared-storage MTLBuffers (a copy in, a copy back into the
   caller's array after the command buffer completes: the arrays behave like Metal
-  buffers written in place); scalars, structured arrays and bytes go with
-  ``setBytes``;
+  buffers written in place); an array or numpy scalar whose dtype is not the declared
+  element type is a TypeError (:mod:`.binding`); scalars, structured arrays and bytes go
+  with ``setBytes`` when smaller than 4 KB, in a buffer otherwise;
 * ``threadgroup_memory={n: bytes}`` -> ``setThreadgroupMemoryLength:atIndex:``
   (rounded up to 16 bytes as Metal requires);
 * ``threads=`` -> ``dispatchThreads``, ``threadgroups=`` -> ``dispatchThreadgroups``;
 * after ``waitUntilCompleted`` the GPU time of the dispatch is
-  ``GPUEndTime - GPUStartTime`` (seconds), kept in ``kernel.last_gpu_time``.
+  ``GPUEndTime - GPUStartTime`` (seconds), kept in ``kernel.last_gpu_time``;
+* compiling and each dispatch run inside their own autorelease pool: command buffers
+  are autoreleased and retain their MTLBuffers, so without a pool every dispatch's
+  buffers would live until the process exits.
+
+Every selector called here, with the argument conventions PyObjC's metadata gives it,
+is listed in tests/runtime/metal_conventions.py; the fakes in tests/runtime accept
+nothing else, and a test checks that list against the pinned pyobjc-framework-Metal.
 """
 
 from __future__ import annotations
@@ -34,22 +47,25 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths
+from .binding import SET_BYTES_LIMIT, check_dtype, python_scalar_bytes
+from .compile_options import compile_options
+from .device import UnsupportedOnDevice, check_kernel_runs, device_info, pick_device
 from .includes import inline_includes
-from ..msl.signature import scalar_parameter_types
+from .parameters import BFLOAT, buffer_parameters, function_constants as declared_constants
 
 
 class MetalError(RuntimeError):
     """Compilation, pipeline creation or execution failed on the GPU."""
 
 
-#: numpy dtype -> MTLDataType enum name, for function constants.
-_CONSTANT_TYPES = {
+#: numpy dtype name (or BFLOAT) -> MTLDataType enum name, for function constants.
+CONSTANT_TYPES = {
     "bool": "MTLDataTypeBool",
     "int8": "MTLDataTypeChar", "uint8": "MTLDataTypeUChar",
     "int16": "MTLDataTypeShort", "uint16": "MTLDataTypeUShort",
     "int32": "MTLDataTypeInt", "uint32": "MTLDataTypeUInt",
     "int64": "MTLDataTypeLong", "uint64": "MTLDataTypeULong",
-    "float16": "MTLDataTypeHalf", "float32": "MTLDataTypeFloat",
+    "float16": "MTLDataTypeHalf", BFLOAT: "MTLDataTypeBFloat", "float32": "MTLDataTypeFloat",
 }
 
 _state: dict = {}
@@ -61,15 +77,23 @@ def _metal():
     return Metal
 
 
+def _objc():
+    import objc  # pyobjc-core
+
+    return objc
+
+
 def _device():
     if "device" not in _state:
         Metal = _metal()
-        device = Metal.MTLCreateSystemDefaultDevice()
+        device = pick_device(Metal)
         if device is None:
-            raise MetalError("MTLCreateSystemDefaultDevice() returned no device")
+            raise MetalError("no Metal device: MTLCopyAllDevices() is empty and "
+                             "MTLCreateSystemDefaultDevice() returned nil")
         _state["device"] = device
         _state["queue"] = device.newCommandQueue()
-    return _state["device"], _state["queue"]
+        _state["info"] = device_info(device, Metal)
+    return _state["device"], _state["queue"], _state["info"]
 
 
 def _scalar_value(value) -> np.ndarray:
@@ -81,44 +105,96 @@ def _scalar_value(value) -> np.ndarray:
     return np.asarray(value)
 
 
+def _bfloat16_bits(value: float) -> bytes:
+    """float -> bfloat16, rounded to nearest even, as its two little-endian bytes."""
+    bits = int(np.asarray(value, np.float32).view(np.uint32))
+    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF:  # NaN stays a (quiet) NaN
+        return np.uint16((bits >> 16) | 0x0040).tobytes()
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return np.uint16((bits >> 16) & 0xFFFF).tobytes()
+
+
+def constant_bytes(key, value, declared) -> tuple[bytes, str]:
+    """(bytes, CONSTANT_TYPES key) of a function constant's value.
+
+    The declared type decides when it is known; a value it cannot hold exactly (a
+    fraction for an integer, an int out of range, a non-bool for a bool) is refused.
+    """
+    dtype = getattr(declared, "dtype", None)
+    if dtype is None:
+        arr = _scalar_value(value)
+        if arr.dtype.name not in CONSTANT_TYPES:
+            raise MetalError(f"function constant {key!r}: unsupported type {arr.dtype}")
+        return arr.tobytes(), arr.dtype.name
+    what = f"function constant {key!r} ('{declared.type_name} {declared.name}')"
+    if dtype == BFLOAT:
+        return _bfloat16_bits(float(value)), BFLOAT
+    if dtype.kind == "b":
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{what} is a bool; got {value!r}")
+        return np.asarray(value, np.bool_).tobytes(), "bool"
+    if dtype.kind in "iu":
+        if isinstance(value, (float, np.floating)) and float(value) != int(value):
+            raise TypeError(f"{what} is an integer; {value!r} is not")
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise ValueError(f"{what} cannot hold {value!r} (range {info.min}..{info.max})")
+        return np.asarray(int(value), dtype).tobytes(), dtype.name
+    return np.asarray(value, dtype).tobytes(), dtype.name
+
+
+_libobjc: dict = {}
+
+
+def _msg_send(receiver: int, selector: bytes, argtypes: list, args: list) -> None:
+    """``objc_msgSend(receiver, selector, *args)`` returning void, through ctypes."""
+    if "lib" not in _libobjc:
+        lib = ctypes.CDLL("/usr/lib/libobjc.A.dylib")
+        lib.sel_registerName.restype = ctypes.c_void_p
+        lib.sel_registerName.argtypes = [ctypes.c_char_p]
+        _libobjc["lib"] = lib
+    lib = _libobjc["lib"]
+    proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, *argtypes)
+    send = proto(("objc_msgSend", lib))
+    send(ctypes.c_void_p(receiver), ctypes.c_void_p(lib.sel_registerName(selector)), *args)
+
+
 def _objc_set_constant(values, data: bytes, mtl_type: int, key) -> None:
     """``[values setConstantValue:&data type:mtl_type atIndex:/withName:key]``.
 
-    Called through the Objective-C runtime with ctypes, because the ``const void*``
-    value argument has no PyObjC metadata describing its length.
+    Sent through the Objective-C runtime with ctypes: PyObjC has no metadata giving
+    the length of the ``const void*`` value, so it cannot pass it itself.  ctypes needs
+    the object ids: ``objc.pyobjc_id`` takes Objective-C objects only, and PyObjC turns
+    every NSString it returns into a Python ``str`` subclass, so the name's NSString is
+    taken back out of it with ``nsstring()``.
     """
-    import objc
-    from Foundation import NSString
-
-    libobjc = ctypes.CDLL("/usr/lib/libobjc.A.dylib")
-    libobjc.sel_registerName.restype = ctypes.c_void_p
-    libobjc.sel_registerName.argtypes = [ctypes.c_char_p]
+    objc = _objc()
     buf = ctypes.create_string_buffer(data, len(data))
-    receiver = ctypes.c_void_p(objc.pyobjc_id(values))
+    receiver = objc.pyobjc_id(values)
+    pointer = ctypes.cast(buf, ctypes.c_void_p)
     if isinstance(key, str):
-        sel = libobjc.sel_registerName(b"setConstantValue:type:withName:")
-        name = NSString.stringWithString_(key)
-        proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                 ctypes.c_uint64, ctypes.c_void_p)
-        send = proto(("objc_msgSend", libobjc))
-        send(receiver, sel, ctypes.cast(buf, ctypes.c_void_p), mtl_type, ctypes.c_void_p(objc.pyobjc_id(name)))
+        from Foundation import NSString
+
+        name = NSString.stringWithString_(key).nsstring()  # keeps the NSString alive for the call
+        _msg_send(receiver, b"setConstantValue:type:withName:",
+                  [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p],
+                  [pointer, ctypes.c_uint64(mtl_type), ctypes.c_void_p(objc.pyobjc_id(name))])
     else:
-        sel = libobjc.sel_registerName(b"setConstantValue:type:atIndex:")
-        proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                 ctypes.c_uint64, ctypes.c_uint64)
-        send = proto(("objc_msgSend", libobjc))
-        send(receiver, sel, ctypes.cast(buf, ctypes.c_void_p), mtl_type, int(key))
+        _msg_send(receiver, b"setConstantValue:type:atIndex:",
+                  [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64],
+                  [pointer, ctypes.c_uint64(mtl_type), ctypes.c_uint64(int(key))])
 
 
-def _function_constant_values(function_constants: dict):
+def _function_constant_values(function_constants: dict, source: str):
     Metal = _metal()
+    declared = declared_constants(source)
+    by_name = {c.name: c for c in declared}
+    by_index = {c.index: c for c in declared if c.index is not None}
     values = Metal.MTLFunctionConstantValues.alloc().init()
     for key, value in function_constants.items():
-        arr = _scalar_value(value)
-        type_name = _CONSTANT_TYPES.get(arr.dtype.name)
-        if type_name is None:
-            raise MetalError(f"function constant {key!r}: unsupported type {arr.dtype}")
-        _objc_set_constant(values, arr.tobytes(), int(getattr(Metal, type_name)), key)
+        constant = by_name.get(key) if isinstance(key, str) else by_index.get(int(key))
+        data, type_key = constant_bytes(key, value, constant)
+        _objc_set_constant(values, data, int(getattr(Metal, CONSTANT_TYPES[type_key])), key)
     return values
 
 
@@ -148,6 +224,10 @@ def _size3(value, what: str) -> tuple[int, int, int]:
     return t
 
 
+def _describe_error(error) -> str:
+    return str(error.localizedDescription()) if error is not None else "?"
+
+
 class MetalKernel:
     """A compiled compute pipeline; call it with buffers and a dispatch."""
 
@@ -155,57 +235,58 @@ class MetalKernel:
 
     def __init__(self, path_or_source, name, *, defines=None, function_constants=None, include_dirs=None):
         Metal = _metal()
-        device, self._queue = _device()
+        device, self._queue, self.device = _device()
         text, here, label = _read_source(path_or_source)
         dirs = list(include_dirs or ())
         if paths.vendor_dir().is_dir():
             dirs.append(paths.vendor_dir())
         self.source = inline_includes(text, dirs, base_dir=here, filename=label)
         self.name = name
-        self._scalar_types = scalar_parameter_types(self.source, name)
+        if self.device.missing():  # only then is the source read for what it needs
+            check_kernel_runs(self.device, self.source, label, name)
+        self._params = buffer_parameters(self.source, name)
 
-        options = Metal.MTLCompileOptions.alloc().init()
-        if defines:
-            options.setPreprocessorMacros_({str(k): _macro_value(v) for k, v in dict(defines).items()})
-        library, error = device.newLibraryWithSource_options_error_(self.source, options, None)
-        if library is None:
-            raise MetalError(f"{label}: Metal compilation failed:\n{error.localizedDescription() if error else '?'}")
+        with _objc().autorelease_pool():
+            macros = {str(k): _macro_value(v) for k, v in dict(defines or {}).items()}
+            options = compile_options(Metal, macros)
+            library, error = device.newLibraryWithSource_options_error_(self.source, options, None)
+            if library is None:
+                raise MetalError(f"{label}: Metal compilation failed:\n{_describe_error(error)}")
 
-        if function_constants:
-            values = _function_constant_values(dict(function_constants))
-            function, error = library.newFunctionWithName_constantValues_error_(name, values, None)
-        else:
-            function, error = library.newFunctionWithName_(name), None
-        if function is None:
-            names = ", ".join(str(n) for n in library.functionNames())
-            detail = f": {error.localizedDescription()}" if error is not None else ""
-            raise MetalError(f"{label}: no kernel named {name!r} (library has: {names}){detail}")
+            if function_constants:
+                values = _function_constant_values(dict(function_constants), self.source)
+                function, error = library.newFunctionWithName_constantValues_error_(name, values, None)
+            else:
+                function, error = library.newFunctionWithName_(name), None
+            if function is None:
+                names = ", ".join(str(n) for n in library.functionNames())
+                detail = f": {_describe_error(error)}" if error is not None else ""
+                raise MetalError(f"{label}: no kernel named {name!r} (library has: {names}){detail}")
 
-        pipeline, error = device.newComputePipelineStateWithFunction_error_(function, None)
-        if pipeline is None:
-            raise MetalError(f"{label}: pipeline creation for {name!r} failed: {error.localizedDescription() if error else '?'}")
+            pipeline, error = device.newComputePipelineStateWithFunction_error_(function, None)
+            if pipeline is None:
+                raise MetalError(f"{label}: pipeline creation for {name!r} failed: {_describe_error(error)}")
         self._device, self._pipeline = device, pipeline
         self.max_total_threads_per_threadgroup = int(pipeline.maxTotalThreadsPerThreadgroup())
         self.thread_execution_width = int(pipeline.threadExecutionWidth())
         self.last_gpu_time: float | None = None
 
-    def _bytes_for(self, index: int, value) -> bytes:
+    def _constant_data(self, index: int, value) -> bytes:
+        """The bytes of a non-array argument (numpy scalar, Python scalar, bytes)."""
+        param = self._params.get(index)
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
-        if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
-            dtype = self._scalar_types.get(index)
-            if dtype is None:
-                raise MetalError(
-                    f"buffer {index}: cannot tell the kernel's type for the Python scalar {value!r}; "
-                    "pass a numpy scalar (e.g. np.uint32(...)) or bytes"
-                )
-            return np.asarray(value, dtype=dtype).tobytes()
-        return np.asarray(value).tobytes()  # numpy scalar or structured scalar
+        if isinstance(value, np.generic):  # numpy scalar, structured scalar
+            check_dtype(self.name, param, value)
+            return value.tobytes()
+        if isinstance(value, (bool, int, float)):
+            return python_scalar_bytes(self.name, index, param, value)
+        raise TypeError(f"{self.name}: buffer {index}: cannot bind a {type(value).__name__}; pass a numpy "
+                        "array, a numpy or Python scalar, or bytes")
 
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
                  threadgroup_memory=None, **emulator_options):
         # ``schedule``, ``timeout``, ``race_check``... steer the emulator; the GPU ignores them.
-        Metal = _metal()
         if len(buffers) == 1 and isinstance(buffers[0], dict):  # {buffer index: value}
             by_index = {int(k): v for k, v in buffers[0].items()}
         else:
@@ -220,28 +301,51 @@ class MetalKernel:
                 f"threadgroup of {tpg[0] * tpg[1] * tpg[2]} threads exceeds this pipeline's "
                 f"maxTotalThreadsPerThreadgroup ({self.max_total_threads_per_threadgroup})"
             )
+        tg_memory = {int(i): (int(n) + 15) // 16 * 16 for i, n in (threadgroup_memory or {}).items()}
+        limit = int(self._device.maxThreadgroupMemoryLength())
+        if sum(tg_memory.values()) > limit:
+            raise MetalError(f"threadgroup_memory {tg_memory} (rounded up to 16 bytes) totals "
+                             f"{sum(tg_memory.values())} bytes; this device allows {limit}")
+        # Everything checked and encoded before the GPU is asked for anything.
+        arrays, constants = {}, {}
+        for index, value in sorted(by_index.items()):
+            if isinstance(value, np.ndarray):  # a buffer binds to `T*` and `constant T&` alike
+                check_dtype(self.name, self._params.get(index), value)
+                arrays[index] = value
+            else:
+                constants[index] = self._constant_data(index, value)
+                if not constants[index]:
+                    raise ValueError(f"{self.name}: buffer {index}: no bytes to bind")
 
+        with _objc().autorelease_pool():
+            return self._dispatch(arrays, constants, tg_memory, tpg, threads, threadgroups)
+
+    def _new_buffer(self, index: int, data: bytes):
+        mtl_buffer = self._device.newBufferWithBytes_length_options_(
+            data, len(data), _metal().MTLResourceStorageModeShared
+        )
+        if mtl_buffer is None:
+            raise MetalError(f"buffer {index}: could not allocate {len(data)} bytes")
+        return mtl_buffer
+
+    def _dispatch(self, arrays, constants, tg_memory, tpg, threads, threadgroups):
+        Metal = _metal()
         command_buffer = self._queue.commandBuffer()
         encoder = command_buffer.computeCommandEncoder()
         encoder.setComputePipelineState_(self._pipeline)
         copies = []  # (caller's array, MTLBuffer, contiguous staging array)
-        for index, value in sorted(by_index.items()):
-            if isinstance(value, np.ndarray):  # a buffer binds to `T*` and `constant T&` alike
-                staged = np.ascontiguousarray(value)
-                length = max(staged.nbytes, 1)
-                data = staged.tobytes() if staged.nbytes else b"\0"
-                mtl_buffer = self._device.newBufferWithBytes_length_options_(
-                    data, length, Metal.MTLResourceStorageModeShared
-                )
-                if mtl_buffer is None:
-                    raise MetalError(f"buffer {index}: could not allocate {length} bytes")
-                encoder.setBuffer_offset_atIndex_(mtl_buffer, 0, index)
-                copies.append((value, mtl_buffer, staged))
-            else:
-                data = self._bytes_for(index, value)
+        for index, value in arrays.items():
+            staged = np.ascontiguousarray(value)
+            mtl_buffer = self._new_buffer(index, staged.tobytes() if staged.nbytes else b"\0")
+            encoder.setBuffer_offset_atIndex_(mtl_buffer, 0, index)
+            copies.append((value, mtl_buffer, staged))
+        for index, data in constants.items():
+            if len(data) < SET_BYTES_LIMIT:
                 encoder.setBytes_length_atIndex_(data, len(data), index)
-        for index, nbytes in (threadgroup_memory or {}).items():
-            encoder.setThreadgroupMemoryLength_atIndex_((int(nbytes) + 15) // 16 * 16, int(index))
+            else:  # setBytes is for data smaller than 4 KB
+                encoder.setBuffer_offset_atIndex_(self._new_buffer(index, data), 0, index)
+        for index, nbytes in tg_memory.items():
+            encoder.setThreadgroupMemoryLength_atIndex_(nbytes, index)
 
         if threads is not None:
             encoder.dispatchThreads_threadsPerThreadgroup_(
@@ -255,8 +359,7 @@ class MetalKernel:
         command_buffer.commit()
         command_buffer.waitUntilCompleted()
         if command_buffer.status() == Metal.MTLCommandBufferStatusError:
-            error = command_buffer.error()
-            raise MetalError(f"{self.name}: GPU execution failed: {error.localizedDescription() if error else '?'}")
+            raise MetalError(f"{self.name}: GPU execution failed: {_describe_error(command_buffer.error())}")
         self.last_gpu_time = float(command_buffer.GPUEndTime() - command_buffer.GPUStartTime())
 
         for original, mtl_buffer, staged in copies:
@@ -271,3 +374,6 @@ class MetalKernel:
 def load_kernel(path_or_source, name, *, defines=None, function_constants=None, include_dirs=None):
     return MetalKernel(path_or_source, name, defines=defines, function_constants=function_constants,
                        include_dirs=include_dirs)
+
+
+__all__ = ["MetalError", "MetalKernel", "UnsupportedOnDevice", "load_kernel"]

@@ -29,6 +29,15 @@ Quirks kept on purpose, because MLX has them:
   attributes and several outputs MLX closes the parameter list early.  We write
   the same text.
 * Template values are printed as C++ streams print them: ``True`` becomes ``1``.
+* In the host name a negative template int's ``-`` becomes ``_`` (``N=-3`` gives
+  ``custom_kernel_neg___3_...``).  The 0.32.4 wheel does this; the v0.32.2 source we
+  could read does not, so the wheel's text is what the tests hold us to.
+
+What the Python binding accepts is restated too (``python/src/fast.cpp``), with the same
+exceptions: a template value must be a Python ``bool``, a Python ``int`` that fits a C
+``int``, or an ``mx.Dtype`` (numpy scalars, numpy types, strings, ``IntEnum`` members:
+``ValueError``); ``compile_options`` must be ``None`` or a dict whose only key is
+``"math_mode"`` with a value in :data:`MATH_MODES`.
 """
 
 from __future__ import annotations
@@ -147,6 +156,61 @@ def attributes(source: str) -> list[tuple[str, str]]:
     return [(attr, ty) for attr, ty in METAL_ATTRIBUTES if attr in source]
 
 
+#: ``compile_options={"math_mode": ...}``: the modes MLX accepts, and its default.
+MATH_MODES = ("safe", "relaxed", "fast")
+DEFAULT_MATH_MODE = "safe"
+
+#: A template int is a C++ ``int``.
+TEMPLATE_INT_MIN, TEMPLATE_INT_MAX = -(2**31), 2**31 - 1
+
+_INVALID_TEMPLATE = "[metal_kernel] Invalid template argument. Must be `mlx.core.Dtype`, `int` or `bool`."
+
+
+def _is_mlx_dtype(value) -> bool:
+    return type(value).__module__.startswith("mlx") and type(value).__name__ == "Dtype"
+
+
+def template_arguments(template) -> list[tuple[str, object]]:
+    """The ``template=`` of a call, checked as MLX's binding checks it.
+
+    Returns ``[(name, value)]`` with bools and ints kept and each ``mx.Dtype`` replaced
+    by its canonical name (``"float32"``): the form :func:`generate` takes.
+    """
+    out: list[tuple[str, object]] = []
+    for name, value in template or ():
+        if type(value) is bool:
+            out.append((str(name), value))
+        elif type(value) is int:  # not a subclass, not a numpy integer: MLX refuses those
+            if not TEMPLATE_INT_MIN <= value <= TEMPLATE_INT_MAX:
+                raise ValueError(_INVALID_TEMPLATE)
+            out.append((str(name), value))
+        elif _is_mlx_dtype(value):
+            out.append((str(name), dtype_name(value)))
+        else:
+            raise ValueError(_INVALID_TEMPLATE)
+    return out
+
+
+def math_mode(compile_options) -> str:
+    """The math mode of ``metal_kernel(compile_options=...)``, checked as MLX checks it."""
+    if compile_options is None:
+        return DEFAULT_MATH_MODE
+    if not isinstance(compile_options, dict):
+        raise ValueError("[metal_kernel] Expected `compile_options` to be a dict.")
+    mode = DEFAULT_MATH_MODE
+    for key, value in compile_options.items():
+        if not isinstance(key, str):  # MLX: RuntimeError(std::bad_cast)
+            raise RuntimeError(f"[metal_kernel] compile option names are str, got {key!r}")
+        if key != "math_mode":
+            raise ValueError(f"[metal_kernel] Unknown compile option `{key}`.")
+        if not isinstance(value, str):  # MLX: RuntimeError(std::bad_cast)
+            raise RuntimeError(f"[metal_kernel] math_mode is a str, got {value!r}")
+        if value not in MATH_MODES:
+            raise ValueError("[metal_kernel] Expected math_mode to be 'safe', 'relaxed', or 'fast'.")
+        mode = value
+    return mode
+
+
 def _template_value(value) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -160,20 +224,15 @@ def _template_param_type(value) -> str:
         return "bool"
     if isinstance(value, int):
         return "int"
-    dtype_name(value)  # raises on anything else
     return "typename"
 
 
 def check_template(template) -> list[tuple[str, object]]:
+    """``template`` in the form :func:`template_arguments` returns (dtypes by name)."""
     out = []
-    for item in template or ():
-        name, value = item
-        try:
-            _template_param_type(value)
-        except ValueError:
-            raise ValueError(
-                "[metal_kernel] Invalid template argument. Must be `mlx.core.Dtype`, `int` or `bool`."
-            ) from None
+    for name, value in template or ():
+        if not isinstance(value, (bool, int)) and not (isinstance(value, str) and value in TYPE_STRINGS):
+            raise ValueError(_INVALID_TEMPLATE)
         out.append((str(name), value))
     return out
 
@@ -183,12 +242,12 @@ def write_template(template) -> str:
 
 
 def template_hash(template_def: str) -> str:
-    """``<float, 3, 1>`` -> ``_float_3_1`` (MLX's ``make_template_hash``)."""
+    """``<float, -3, 1>`` -> ``_float__3_1`` (MLX's ``make_template_hash``, as the 0.32.4 wheel has it)."""
     out = []
     i = 0
     while i < len(template_def):
         c = template_def[i]
-        if c in "<>":
+        if c in "<>-":
             out.append("_")
         elif c == "," and i + 1 < len(template_def) and template_def[i + 1] == " ":
             out.append("_")

@@ -5,16 +5,19 @@
 * :func:`metal_kernel` is ``mx.fast.metal_kernel``: a body plus names; MLX's signature
   generation is reproduced exactly for the emulator.
 * :func:`backend` reports the active backend: ``metal`` on macOS arm64 with a Metal
-  device, else ``emulator``; ``GEMMGLOSSARY_BACKEND=metal|emulator`` forces one, and
-  forcing ``metal`` where it cannot run raises :class:`BackendUnavailable`.
+  device that has what the kernels need (see :mod:`.selection`), else ``emulator``;
+  ``GEMMGLOSSARY_BACKEND=metal|emulator`` forces one, and forcing ``metal`` where no
+  Metal device is reachable raises :class:`BackendUnavailable`.
 
 The metal paths are written to Apple's and MLX's documented APIs but cannot run on
-the Linux machines this project is developed on; CI on macos-14 exercises them.
+the Linux machines this project is developed on; the macOS workflow runs them on a
+hosted runner's virtual GPU, which cannot show everything (see
+.github/workflows/test-macos.yml).
 """
 
 from __future__ import annotations
 
-from .selection import BACKENDS, ENV_VAR, BackendUnavailable, backend, metal_status
+from .selection import BACKENDS, ENV_VAR, BackendUnavailable, automatic, backend, metal_device, metal_status
 from .custom_kernels import metal_kernel
 
 
@@ -38,6 +41,6 @@ def load_kernel(path_or_source, name, *, defines=None, function_constants=None, 
 
 
 __all__ = [
-    "BACKENDS", "ENV_VAR", "BackendUnavailable", "backend", "metal_status",
+    "BACKENDS", "ENV_VAR", "BackendUnavailable", "automatic", "backend", "metal_device", "metal_status",
     "load_kernel", "metal_kernel",
 ]

@@ -7,16 +7,22 @@ kernel source is generated exactly as MLX 0.32.4 generates it
 CPU emulator with MLX's dispatch: ``grid`` counts threads (``dispatchThreads``) and
 each threadgroup dimension is ``min(threadgroup, grid)``.
 
-Inputs may be numpy arrays, mlx arrays or Python scalars (a float becomes a 0-d
-float32, an int a 0-d int32, a bool a 0-d bool, as in MLX).  Outputs are mlx arrays
-when any input is an mlx array, numpy arrays otherwise.  numpy float64 inputs become
-float32 as ``mx.array`` makes them.  numpy has no bfloat16: bfloat16 travels as its
-16-bit pattern and a bfloat16 output returned as numpy is widened (exactly) to float32.
+Inputs are converted by MLX itself (``mx.array``), so a numpy, Python or mlx value
+becomes the array MLX would bind: a float is a 0-d float32, an int a 0-d int32 (int64
+when it does not fit), numpy float64 is float32, and a numpy view keeps its element
+strides.  With ``ensure_row_contiguous=False`` an input that is not row-contiguous is
+bound as MLX binds it -- its own memory from its first element, with its own
+``_strides`` -- so a body that ignores the strides reads what it would read on the GPU;
+with ``True`` it is copied to row-contiguous first, as MLX copies it.  Outputs are mlx
+arrays when any input is an mlx array, numpy arrays otherwise.  numpy has no bfloat16:
+bfloat16 travels as its 16-bit pattern and a bfloat16 output returned as numpy is
+widened (exactly) to float32.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -32,49 +38,44 @@ def _is_mlx_array(x) -> bool:
     return type(x).__module__.startswith("mlx") and type(x).__name__ == "array"
 
 
+class EmulatorCannotBind(ValueError):
+    """An input MLX would bind as it is, but the emulator cannot represent faithfully."""
+
+
 class _Input:
-    """One input as the emulator will see it."""
+    """One input as MLX binds it: dtype, shape, element strides, memory from its first element."""
 
-    def __init__(self, value, ensure_row_contiguous: bool):
-        if _is_mlx_array(value):
-            import mlx.core as mx
+    def __init__(self, value, name: str, ensure_row_contiguous: bool):
+        import mlx.core as mx
 
-            self.dtype = ms.dtype_name(value.dtype)
-            if self.dtype == "bfloat16":
-                arr = np.array(value.view(mx.uint16))
-            else:
-                arr = np.array(value)
-        elif isinstance(value, (bool, np.bool_)) and not isinstance(value, np.ndarray):
-            arr, self.dtype = np.asarray(value, dtype=np.bool_), "bool"
-        elif isinstance(value, int) and not isinstance(value, np.generic):
-            arr, self.dtype = np.asarray(value, dtype=np.int32), "int32"
-        elif isinstance(value, float) and not isinstance(value, np.generic):
-            arr, self.dtype = np.asarray(value, dtype=np.float32), "float32"
-        else:
-            arr = np.asarray(value)
-            if arr.dtype == np.float64:  # mx.array(float64 numpy) is float32
-                arr = arr.astype(np.float32)
-            elif arr.dtype == np.complex128:
-                arr = arr.astype(np.complex64)
-            self.dtype = ms.dtype_name(arr.dtype)
-        self.shape = tuple(int(d) for d in arr.shape)
-        item = arr.dtype.itemsize
-        if ensure_row_contiguous or arr.flags.c_contiguous or arr.size == 0 or any(
-            s < 0 or s % item for s in arr.strides
-        ):
-            self.buffer = np.ascontiguousarray(arr)
+        array = value if _is_mlx_array(value) else mx.array(value)  # MLX's own conversion
+        self.dtype = ms.dtype_name(array.dtype)
+        self.shape = tuple(int(d) for d in array.shape)
+        # np.asarray shares the mlx array's memory: its data pointer and strides are MLX's.
+        view = np.asarray(array.view(mx.uint16) if self.dtype == "bfloat16" else array)
+        item = view.dtype.itemsize
+        if view.flags.c_contiguous or view.size == 0 or ensure_row_contiguous:
+            # Row-contiguous already, or copied to row-contiguous as MLX copies it.
+            self.buffer = np.ascontiguousarray(view)
             strides, acc = [], 1
             for d in reversed(self.shape):
                 strides.append(acc)
                 acc *= d
             self.strides = tuple(reversed(strides))
-        else:
-            # Pass the memory the view spans, with the view's strides (MLX passes the
-            # array's own buffer and strides when it does not copy).
-            self.strides = tuple(s // item for s in arr.strides)
-            span = 1 + sum((d - 1) * s for d, s in zip(self.shape, self.strides))
-            flat = np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,))
-            self.buffer = np.array(flat)
+            return
+        self.strides = tuple(s // item for s in view.strides)
+        if any(s < 0 for s in self.strides):
+            raise EmulatorCannotBind(
+                f"[metal_kernel] input '{name}' has negative strides {self.strides}: with "
+                "ensure_row_contiguous=False MLX binds it as it is, its pointer in the middle of "
+                "its buffer, which the emulator cannot represent; pass ensure_row_contiguous=True "
+                "or a copy"
+            )
+        # The memory the view spans from its first element (MLX binds the buffer at the
+        # view's offset); indexing past it is reported as out of bounds.
+        span = 1 + sum((d - 1) * s for d, s in zip(self.shape, self.strides))
+        flat = np.lib.stride_tricks.as_strided(view, shape=(span,), strides=(item,))
+        self.buffer = np.array(flat)
 
     @property
     def spec(self) -> ms.InputSpec:
@@ -125,16 +126,19 @@ class EmulatedMetalKernel:
         self.header = header
         self.ensure_row_contiguous = ensure_row_contiguous
         self.atomic_outputs = atomic_outputs
-        self.compile_options = compile_options  # math mode: the emulator computes in IEEE
+        self.compile_options = compile_options
+        self.math_mode = ms.math_mode(compile_options)  # MLX checks it when the kernel is made
+        if self.math_mode != ms.DEFAULT_MATH_MODE:
+            from ..emulator import PortabilityWarning
+
+            warnings.warn(
+                f"[metal_kernel] {name!r}: math_mode={self.math_mode!r} lets the GPU compiler "
+                "reassociate and skip IEEE handling of NaN, infinities and signed zeros; the "
+                "emulator computes IEEE (math_mode='safe'), so its results may differ from the GPU's",
+                PortabilityWarning, stacklevel=3,
+            )
         self._compiled: dict[str, object] = {}
         self.last_source: str | None = None
-
-    def generate(self, inputs, output_dtypes, template=None) -> ms.GeneratedKernel:
-        """The kernel MLX would build for these inputs (numpy/mlx arrays or scalars)."""
-        specs = [_Input(x, True).spec for x in inputs]
-        return ms.generate(self.name, self.input_names, self.output_names, self.source, specs,
-                           [ms.dtype_name(d) for d in output_dtypes], header=self.header,
-                           template=template, atomic_outputs=self.atomic_outputs)
 
     def _kernel(self, generated: ms.GeneratedKernel):
         key = generated.source
@@ -152,6 +156,10 @@ class EmulatedMetalKernel:
 
     def __call__(self, *, inputs: Sequence, output_shapes: Sequence, output_dtypes: Sequence,
                  grid, threadgroup, template=None, init_value=None, verbose=False, stream=None):
+        # MLX's order: convert the inputs, check the template, then the sizes.
+        names = self.input_names + [f"#{i}" for i in range(len(self.input_names), len(inputs))]
+        prepared = [_Input(x, n, self.ensure_row_contiguous) for x, n in zip(inputs, names)]
+        template = ms.template_arguments(template)
         for what, actual, expected in (
             ("inputs", len(inputs), len(self.input_names)),
             ("output_shapes", len(output_shapes), len(self.output_names)),
@@ -162,7 +170,6 @@ class EmulatedMetalKernel:
                     f"[metal_kernel] Expected `{what}` to have size {expected} but got size {actual}."
                 )
         want_mlx = any(_is_mlx_array(x) for x in inputs)
-        prepared = [_Input(x, self.ensure_row_contiguous) for x in inputs]
         out_names = [ms.dtype_name(d) for d in output_dtypes]
         generated = ms.generate(self.name, self.input_names, self.output_names, self.source,
                                 [p.spec for p in prepared], out_names, header=self.header,
@@ -238,8 +245,7 @@ class MLXMetalKernel:
         import mlx.core as mx
 
         want_mlx = any(_is_mlx_array(x) for x in inputs)
-        mx_inputs = [x if _is_mlx_array(x) or isinstance(x, (bool, int, float)) else mx.array(np.asarray(x))
-                     for x in inputs]
+
         def mx_dtype(d):
             if str(d).startswith("mlx.core."):
                 return d
@@ -247,9 +253,7 @@ class MLXMetalKernel:
             return getattr(mx, "bool_" if name == "bool" else name)
 
         dtypes = [mx_dtype(d) for d in output_dtypes]
-        if template is not None:
-            template = [(n, v if isinstance(v, (bool, int)) else mx_dtype(v)) for n, v in template]
-        kwargs = dict(inputs=mx_inputs, output_shapes=[tuple(s) for s in output_shapes],
+        kwargs = dict(inputs=list(inputs), output_shapes=[tuple(s) for s in output_shapes],
                       output_dtypes=dtypes, grid=tuple(grid), threadgroup=tuple(threadgroup),
                       template=template, init_value=init_value, verbose=verbose)
         if stream is not None:

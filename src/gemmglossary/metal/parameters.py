@@ -1,0 +1,111 @@
+"""A kernel's ``[[buffer(i)]]`` parameters and function constants, read from its source.
+
+The GPU path needs the declared element type of every buffer parameter (to refuse a
+numpy array of another dtype, which the GPU would silently reinterpret, and to encode
+Python scalars with ``setBytes``) and of every function constant (to pick its
+MTLDataType and encode the value).  The source is read after includes are inlined;
+types the reader cannot resolve (template parameters, macros, structs) are reported
+as unknown, and nothing is checked for them.
+
+This is a thin adapter over :mod:`gemmglossary.msl.signature` until the project's one
+kernel-signature parser (issue 11 §2) provides these answers itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..msl import signature as _signature
+
+#: Element types with no numpy dtype: numpy has no bfloat16, so its 16-bit patterns travel as uint16.
+BFLOAT_TYPES = frozenset({"bfloat", "bfloat16_t"})
+BFLOAT = "bfloat16"
+
+_QUALIFIERS = {"const", "volatile", "device", "constant", "threadgroup", "thread", "restrict", "__restrict"}
+_ATOMIC = {"atomic_int": "int", "atomic_uint": "uint", "atomic_float": "float", "atomic_bool": "bool"}
+_VECTOR = re.compile(r"^(?:packed_)?([a-z_]+?)(?:[234](?:x[234])?)$")
+_BUFFER_PARAM = re.compile(
+    r"^(?P<type>.*?[*&])\s*(?P<name>[A-Za-z_]\w*)\s*\[\[\s*buffer\s*\(\s*(?P<index>\d+)\s*\)\s*\]\]$"
+)
+_FUNCTION_CONSTANT = re.compile(
+    r"\bconstant\s+(?P<type>[A-Za-z_][\w: ]*?)\s+(?P<name>[A-Za-z_]\w*)\s*"
+    r"\[\[\s*function_constant\s*\(\s*(?P<index>\w+)\s*\)\s*\]\]\s*;"
+)
+
+
+def scalar_dtype(type_name: str):
+    """numpy dtype of a scalar type name, :data:`BFLOAT` for bfloat, None when unknown."""
+    name = " ".join(type_name.replace("metal::", "").split())
+    if name in BFLOAT_TYPES:
+        return BFLOAT
+    scalar = _signature.SCALAR_TYPES.get(name)
+    return None if scalar is None else np.dtype(scalar)
+
+
+def element_dtype(element: str):
+    """numpy dtype of the elements of a buffer whose element type is ``element``.
+
+    Vector and packed types (``float4``, ``packed_half3``) and matrices (``float4x4``)
+    are arrays of their scalar; atomics (``atomic_uint``, ``atomic<float>``) of their value.
+    """
+    words = [w for w in element.replace("metal::", "").split() if w not in _QUALIFIERS]
+    name = " ".join(words)
+    atomic = re.fullmatch(r"atomic\s*<\s*(.+?)\s*>", name)
+    if atomic:
+        name = atomic.group(1)
+    name = _ATOMIC.get(name, name)
+    known = scalar_dtype(name)
+    if known is not None:
+        return known
+    vector = _VECTOR.match(name)
+    return scalar_dtype(vector.group(1)) if vector else None
+
+
+@dataclass(frozen=True)
+class BufferParameter:
+    index: int
+    name: str
+    declared: str  # the declared type as written, whitespace normalized: "device const float*"
+    dtype: object  # numpy dtype of its elements, BFLOAT, or None when unknown
+    reference: bool  # `T&` (one value) rather than `T*`
+
+
+def buffer_parameters(source: str, kernel: str) -> dict[int, BufferParameter]:
+    """{buffer index: parameter} of kernel ``kernel`` in ``source`` (empty if not found)."""
+    out: dict[int, BufferParameter] = {}
+    for raw in _signature._params(source, kernel) or ():
+        text = " ".join(raw.split())
+        m = _BUFFER_PARAM.match(text)
+        if not m:
+            continue
+        declared = re.sub(r"\s*([*&])$", r"\1", m.group("type"))
+        element = declared[:-1]
+        out[int(m.group("index"))] = BufferParameter(
+            int(m.group("index")), m.group("name"), declared, element_dtype(element), declared.endswith("&")
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class FunctionConstant:
+    name: str
+    index: int | None  # None when the index is not a literal
+    type_name: str
+    dtype: object  # as in BufferParameter
+
+
+def function_constants(source: str) -> list[FunctionConstant]:
+    """Every ``constant T name [[function_constant(i)]];`` declaration in ``source``."""
+    text = _signature._COMMENTS.sub(" ", source)
+    out = []
+    for m in _FUNCTION_CONSTANT.finditer(text):
+        try:
+            index = int(m.group("index"), 0)
+        except ValueError:
+            index = None
+        type_name = " ".join(m.group("type").split())
+        out.append(FunctionConstant(m.group("name"), index, type_name, scalar_dtype(type_name)))
+    return out
