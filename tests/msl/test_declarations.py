@@ -39,8 +39,10 @@ def test_constants_follow_the_file_and_the_defines():
         c["RATIO"]
     d = constants(SOURCE, {"TM": 2, "WM": "1 + 1"})
     assert (d["SM"], d["BM"], d["WM"]) == (16, 32, 2)
-    with pytest.raises(ValueError, match=r"-DTM='x' is not an integer"):
-        constants(SOURCE, {"TM": "x"})
+    bad = constants(SOURCE, {"TM": "x"})
+    assert bad["WM"] == 2
+    with pytest.raises(KeyError, match=r"-DTM='x' is not an integer"):
+        bad["BM"]  # BM = WM * SM, SM = TM * 8
 
 
 def test_a_macro_defined_in_two_branches_has_no_value():

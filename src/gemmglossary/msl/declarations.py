@@ -100,14 +100,15 @@ def _constexpr(toks: list[Tok], i: int) -> tuple[str, str, int] | None:
 
 def constants(source: str, defines: dict | None = None) -> Constants:
     """Every integer macro and ``constexpr`` constant, with ``defines`` overriding the
-    ``#ifndef`` defaults as ``-D`` does."""
+    ``#ifndef`` defaults as ``-D`` does (a non-integer ``-D`` value, and what is built on
+    it, has no value: asking for it raises ``KeyError`` saying why)."""
     out = Constants()
     defines = {str(k): v for k, v in (defines or {}).items()}
     for name, value in defines.items():
         try:
             out.values[name] = value if isinstance(value, int) else evaluate(str(value), out.values)
-        except ExpressionError as exc:
-            raise ValueError(f"-D{name}={value!r} is not an integer ({exc})") from None
+        except ExpressionError:  # not an error until a constant that needs it is asked for
+            out.unknown[name] = f"-D{name}={value!r} is not an integer"
     toks = tokenize(source)
     depth = 0
     i = 0
@@ -140,7 +141,9 @@ def _define(out: Constants, name: str, expr: str) -> None:
         out.values[name] = evaluate(expr, out.values)
         out.unknown.pop(name, None)
     except ExpressionError as exc:
-        out.unknown[name] = f"{name} = {expr}: {exc}"
+        # A constant built on one without a value has the same reason for having none.
+        cause = next((out.unknown[w] for w in re.findall(r"[A-Za-z_]\w*", expr) if w in out.unknown), None)
+        out.unknown[name] = cause or f"{name} = {expr}: {exc}"
 
 
 # ---------------------------------------------------------------------------- structs
