@@ -9,7 +9,8 @@
   forcing ``metal`` where it cannot run raises :class:`BackendUnavailable`.
 
 The metal paths are written to Apple's and MLX's documented APIs but cannot run on
-the Linux machines this project is developed on; CI on macos-14 exercises them.
+the Linux machines this project is developed on, and have never been run by us: the
+macos-14 workflow in .github/workflows/ is written for them but unverified.
 """
 
 from __future__ import annotations

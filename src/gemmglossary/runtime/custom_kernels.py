@@ -129,13 +129,6 @@ class EmulatedMetalKernel:
         self._compiled: dict[str, object] = {}
         self.last_source: str | None = None
 
-    def generate(self, inputs, output_dtypes, template=None) -> ms.GeneratedKernel:
-        """The kernel MLX would build for these inputs (numpy/mlx arrays or scalars)."""
-        specs = [_Input(x, True).spec for x in inputs]
-        return ms.generate(self.name, self.input_names, self.output_names, self.source, specs,
-                           [ms.dtype_name(d) for d in output_dtypes], header=self.header,
-                           template=template, atomic_outputs=self.atomic_outputs)
-
     def _kernel(self, generated: ms.GeneratedKernel):
         key = generated.source
         if key not in self._compiled:
