@@ -26,19 +26,19 @@ import numpy as np
 
 import gemmglossary as gg
 from gemmglossary import emulator
+from gemmglossary.kernels import KERNELS
 from gemmglossary.snippets import diagnostic, kernel_path, kernel_source, printed_warnings, replace_once
-
-
-def cdiv(a, b):
-    return -(-a // b)
-
 
 rng = np.random.default_rng(3)
 M, N, K = 33, 20, 48  # three 16-deep K steps: the second barrier matters
 A = rng.standard_normal((M, K), dtype=np.float32)
 B = rng.standard_normal((K, N), dtype=np.float32)
-launch = dict(threadgroups=(cdiv(N, 16), cdiv(M, 16), 1), threads_per_threadgroup=(16, 16, 1))
-scalars = (np.uint32(M), np.uint32(N), np.uint32(K))
+# The dispatch of the kernel's header comment: 16x16 threads per threadgroup, one
+# threadgroup per 16x16 tile of C (gemmglossary.kernels reads TILE from the file).
+d = KERNELS["matmul_tiled"].dispatch(M, N, K)
+launch = dict(threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
+scalars = (M, N, K)  # bound to `constant uint&` M, N, K with the kernel's own type
+TILE = KERNELS["matmul_tiled"].constants()["TILE"]
 
 C = np.zeros((M, N), np.float32)
 gg.load_kernel(kernel_path("matmul_tiled.metal"), "matmul_tiled")(A, B, C, *scalars, **launch)
@@ -135,9 +135,9 @@ C_early = np.zeros((M, N), np.float32)
 with printed_warnings("kernels/matmul_tiled.metal"):
     emulator.load_kernel(early, "matmul_tiled")(A, B, C_early, *scalars, **launch)
 wrong = ~np.isclose(C_early, A @ B, rtol=1e-5, atol=1e-5)
-bad_tiles = sorted({(int(c) // 16, int(r) // 16) for r, c in zip(*np.nonzero(wrong))})
-edge_tiles = sorted({(gx, gy) for gx in range(cdiv(N, 16)) for gy in range(cdiv(M, 16))
-                     if (gx + 1) * 16 > N or (gy + 1) * 16 > M})
+bad_tiles = sorted({(int(c) // TILE, int(r) // TILE) for r, c in zip(*np.nonzero(wrong))})
+edge_tiles = sorted({(gx, gy) for gx in range(d.threadgroups[0]) for gy in range(d.threadgroups[1])
+                     if (gx + 1) * TILE > N or (gy + 1) * TILE > M})
 print(f"{wrong.sum()} of {wrong.size} elements of C are wrong, in threadgroups (x, y) {bad_tiles}; "
       f"the threadgroups that hang over an edge of C are {edge_tiles}")
 assert wrong.any()

@@ -28,12 +28,8 @@ from matplotlib.figure import Figure
 
 import gemmglossary as gg
 from gemmglossary import emulator
-from gemmglossary.snippets import diagnostic, defines, kernel_path, kernel_source, replace_once, show_figure
-
-
-def cdiv(a, b):
-    return -(-a // b)
-
+from gemmglossary.kernels import KERNELS
+from gemmglossary.snippets import diagnostic, kernel_path, kernel_source, replace_once, show_figure
 
 rng = np.random.default_rng(0)
 M, N, K = 45, 38, 37  # no multiple of 16: every edge has a partial tile
@@ -49,9 +45,10 @@ B = rng.standard_normal((K, N), dtype=np.float32)
 
 # %%
 matmul_tiled = gg.load_kernel(kernel_path("matmul_tiled.metal"), "matmul_tiled")
+tiled = KERNELS["matmul_tiled"].dispatch(M, N, K)  # 16x16 threads, one threadgroup per tile
 C = np.zeros((M, N), np.float32)
-matmul_tiled(A, B, C, np.uint32(M), np.uint32(N), np.uint32(K),
-             threadgroups=(cdiv(N, 16), cdiv(M, 16), 1), threads_per_threadgroup=(16, 16, 1))
+matmul_tiled(A, B, C, M, N, K,
+             threadgroups=tiled.threadgroups, threads_per_threadgroup=tiled.threads_per_threadgroup)
 
 # float32 dot products of 37 terms: agreement to a few ulps of the largest terms.
 np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
@@ -80,17 +77,16 @@ probe = replace_once(
     "        for (uint k = 0; k < TILE; ++k) {")
 dump = np.full(2 * 16 * 16, -1, np.float32)
 gg.load_kernel(probe, "matmul_tiled")(
-    A, B, dump, np.uint32(16), np.uint32(16), np.uint32(16),
-    threadgroups=(1, 1, 1), threads_per_threadgroup=(16, 16, 1))
+    A, B, dump, 16, 16, 16, threadgroups=(1, 1, 1), threads_per_threadgroup=tiled.threads_per_threadgroup)
 tiled_tileA = dump[:256].reshape(16, 16).astype(int)
 print("matmul_tiled tileA[y][x] was written by thread index y*16 + x:",
       np.array_equal(tiled_tileA, np.arange(256).reshape(16, 16)))
 
 # %%
-gemm_src = kernel_source("tiled_gemm.metal")
-c = defines(gemm_src, ["WM", "WN", "TM", "TN", "BK"])
-BM, BN, BK = c["WM"] * c["TM"] * 8, c["WN"] * c["TN"] * 8, c["BK"]
-THREADS = c["WM"] * c["WN"] * 32
+gemm = KERNELS["tiled_gemm"]
+gemm_src = gemm.source()
+c = gemm.constants()  # the kernel's constants, read from the file: BM, BN, BK, THREADS, ...
+BM, BN, BK, THREADS = c["BM"], c["BN"], c["BK"], c["THREADS"]
 
 probe = replace_once(gemm_src, "load4(A, p.lda, p.M, p.K, row0 + r, k0 + k)", "float4(float(tid))")
 probe = replace_once(probe, "load4(B, p.ldb, p.K, p.N, k0 + k, col0 + c)", "float4(float(tid))")
@@ -100,9 +96,7 @@ probe = replace_once(
     "        for (uint e = tid; e < BM * BK; e += THREADS) { C[e] = tileA[e]; }\n"
     "        for (uint e = tid; e < BK * BN; e += THREADS) { C[BM * BK + e] = tileB[e]; }\n"
     "        return;")
-PARAMS = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("lda", "<u4"),
-                   ("ldb", "<u4"), ("ldc", "<u4"), ("alpha", "<f4"), ("beta", "<f4")])
-params = np.array([(BM, BN, BK, BK, BN, BN, 1.0, 0.0)], PARAMS)
+params = gemm.params(BM, BN, BK)  # struct GemmParams, laid out as the kernel declares it
 zeros_a = np.zeros((BM, BK), np.float32)
 zeros_b = np.zeros((BK, BN), np.float32)
 dump = np.full(BM * BK + BK * BN, -1, np.float32)
@@ -170,8 +164,8 @@ broken = replace_once(tiled_src, "(row < M && a_col < K) ? A[row * K + a_col] : 
 C_broken = np.zeros((M, N), np.float32)
 try:
     emulator.load_kernel(broken, "matmul_tiled")(
-        A, B, C_broken, np.uint32(M), np.uint32(N), np.uint32(K),
-        threadgroups=(cdiv(N, 16), cdiv(M, 16), 1), threads_per_threadgroup=(16, 16, 1))
+        A, B, C_broken, M, N, K,
+        threadgroups=tiled.threadgroups, threads_per_threadgroup=tiled.threads_per_threadgroup)
 except emulator.OutOfBoundsError as err:
     print(diagnostic(err, "kernels/matmul_tiled.metal"))
 else:

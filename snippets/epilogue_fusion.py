@@ -24,28 +24,19 @@ from matplotlib.figure import Figure
 
 import gemmglossary as gg
 from gemmglossary import emulator
-from gemmglossary.snippets import diagnostic, defines, kernel_path, kernel_source, replace_once, show_figure
-
-
-def cdiv(a, b):
-    return -(-a // b)
-
+from gemmglossary.kernels import KERNELS
+from gemmglossary.snippets import diagnostic, kernel_path, kernel_source, replace_once, show_figure
 
 source = kernel_source("tiled_gemm.metal")
-c = defines(source, ["WM", "WN", "TM", "TN"])
-BM, BN, THREADS = c["WM"] * c["TM"] * 8, c["WN"] * c["TN"] * 8, c["WM"] * c["WN"] * 32
-
-# struct GemmParams of tiled_gemm.metal: 32 bytes, no padding.
-PARAMS = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("lda", "<u4"),
-                   ("ldb", "<u4"), ("ldc", "<u4"), ("alpha", "<f4"), ("beta", "<f4")])
+TILED_GEMM = KERNELS["tiled_gemm"]  # its buffers, struct GemmParams and dispatch, read from the file
 
 
 def gemm(kernel, A, B, C, alpha, beta):
     """C = alpha*A@B + beta*C in place, with the kernel's documented dispatch."""
     (M, K), N = A.shape, B.shape[1]
-    params = np.array([(M, N, K, K, N, N, alpha, beta)], PARAMS)
-    kernel(A, B, C, params, threadgroups=(cdiv(N, BN), cdiv(M, BM), 1),
-           threads_per_threadgroup=(THREADS, 1, 1))
+    params = TILED_GEMM.params(M, N, K, alpha=alpha, beta=beta)
+    d = TILED_GEMM.dispatch(M, N, K)
+    kernel(A, B, C, params, threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
 
 
 rng = np.random.default_rng(4)

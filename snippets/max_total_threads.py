@@ -19,44 +19,34 @@
 # cells always use the emulator, which checks every dispatch against the kernel's bound.
 
 # %%
-import re
-
 import numpy as np
 
 import gemmglossary as gg
 from gemmglossary import emulator
-from gemmglossary.snippets import diagnostic, defines, kernel_path, kernel_source, printed_warnings
+from gemmglossary.kernels import KERNELS
+from gemmglossary.snippets import diagnostic, kernel_path, printed_warnings
 
-
-def cdiv(a, b):
-    return -(-a // b)
-
-
-source = kernel_source("tiled_gemm.metal")
-bound = re.search(r"max_total_threads_per_threadgroup\(([^)]*)\)", source).group(1)
+TILED_GEMM = KERNELS["tiled_gemm"]  # what kernels/tiled_gemm.metal declares, read from the file
+bound = TILED_GEMM.signature().attribute("max_total_threads_per_threadgroup")
 print(f"tiled_gemm.metal declares max_total_threads_per_threadgroup({bound})")
-
-PARAMS = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("lda", "<u4"),
-                   ("ldb", "<u4"), ("ldc", "<u4"), ("alpha", "<f4"), ("beta", "<f4")])
 
 rng = np.random.default_rng(5)
 M, N, K = 72, 80, 20
 A = rng.standard_normal((M, K), dtype=np.float32)
 B = rng.standard_normal((K, N), dtype=np.float32)
-params = np.array([(M, N, K, K, N, N, 1.0, 0.0)], PARAMS)
+params = TILED_GEMM.params(M, N, K)
 
 
 def constants(overrides=None):
-    c = defines(source, ["WM", "WN", "TM", "TN"]) | (overrides or {})
-    c["BM"], c["BN"] = c["WM"] * c["TM"] * 8, c["WN"] * c["TN"] * 8
-    c["THREADS"] = eval(bound, {}, dict(c))  # the attribute's own expression
-    return c
+    """A build's tile, its bound (the attribute's own expression) and its grid."""
+    c = TILED_GEMM.constants(overrides)
+    return dict(BM=c["BM"], BN=c["BN"], THREADS=TILED_GEMM.max_total_threads(overrides),
+                threadgroups=TILED_GEMM.dispatch(M, N, K, overrides).threadgroups)
 
 
 def run(kernel, c, threads):
     C = np.zeros((M, N), np.float32)
-    kernel(A, B, C, params, threadgroups=(cdiv(N, c["BN"]), cdiv(M, c["BM"]), 1),
-           threads_per_threadgroup=(threads, 1, 1))
+    kernel(A, B, C, params, threadgroups=c["threadgroups"], threads_per_threadgroup=(threads, 1, 1))
     return C
 
 
@@ -111,8 +101,7 @@ else:
 # %%
 def run_nan(kernel, c, threads):
     C = np.full((M, N), np.nan, np.float32)  # beta = 0: the kernel never reads C
-    kernel(A, B, C, params, threadgroups=(cdiv(N, c["BN"]), cdiv(M, c["BM"]), 1),
-           threads_per_threadgroup=(threads, 1, 1))
+    kernel(A, B, C, params, threadgroups=c["threadgroups"], threads_per_threadgroup=(threads, 1, 1))
     return C
 
 

@@ -25,15 +25,11 @@ from matplotlib.figure import Figure
 
 import gemmglossary as gg
 from gemmglossary import emulator
-from gemmglossary.snippets import diagnostic, defines, kernel_path, kernel_source, show_figure
+from gemmglossary.kernels import KERNELS
+from gemmglossary.snippets import diagnostic, kernel_path, show_figure
 
-
-def cdiv(a, b):
-    return -(-a // b)
-
-
-source = kernel_source("matmul_simd_blocked.metal")
-default = defines(source, ["WM", "WN", "TM", "TN", "BK"])
+BLOCKED = KERNELS["matmul_simd_blocked"]  # its -D constants and dispatch, read from the file
+default = BLOCKED.defaults()
 WM, WN, BK = default["WM"], default["WN"], default["BK"]
 print("defaults in the kernel:", default)
 
@@ -53,13 +49,15 @@ expected = A @ B
 blockings = [(1, 1), (2, 1), (2, 2), (4, 2), (4, 4)]
 rows = []
 for TM, TN in blockings:
-    BM, BN = WM * TM * 8, WN * TN * 8
+    build = {"TM": TM, "TN": TN}
+    c = BLOCKED.constants(build)  # BM = WM*TM*8, BN = WN*TN*8, as the kernel computes them
+    BM, BN = c["BM"], c["BN"]
+    d = BLOCKED.dispatch(M, N, K, build)
     kernel = gg.load_kernel(kernel_path("matmul_simd_blocked.metal"), "matmul_simd_blocked",
-                            defines={"TM": TM, "TN": TN})
+                            defines=build)
     C = np.zeros((M, N), np.float32)
-    kernel(A, B, C, np.uint32(M), np.uint32(N), np.uint32(K),
-           threadgroups=(cdiv(N, BN), cdiv(M, BM), 1),
-           threads_per_threadgroup=(WM * WN * 32, 1, 1))
+    kernel(A, B, C, M, N, K,
+           threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
     # float32 sums of 40 products, accumulated in a different order than numpy's.
     np.testing.assert_allclose(C, expected, rtol=1e-5, atol=1e-5)
     loads, mmas = TM + TN, TM * TN
@@ -72,7 +70,7 @@ for TM, TN in blockings:
         dev_bytes_per_flop=(BM + BN) * BK * 4 / (2 * BM * BN * BK),
     ))
     print(f"TM×TN = {TM}×{TN}: threadgroup tile {BM}×{BN}, "
-          f"{cdiv(N, BN) * cdiv(M, BM)} threadgroups, matches numpy (rtol=1e-5, atol=1e-5)")
+          f"{d.threadgroups[0] * d.threadgroups[1]} threadgroups, matches numpy (rtol=1e-5, atol=1e-5)")
 
 # %% [markdown]
 # ## What the blocking buys, and what it costs

@@ -24,12 +24,8 @@ from matplotlib.figure import Figure
 
 import gemmglossary as gg
 from gemmglossary import emulator
+from gemmglossary.kernels import KERNELS
 from gemmglossary.snippets import diagnostic, kernel_path, kernel_source, replace_once, show_figure
-
-
-def cdiv(a, b):
-    return -(-a // b)
-
 
 rng = np.random.default_rng(2)
 M, N, K = 40, 50, 36  # partial 32×32 tiles and a partial 16-deep K step
@@ -37,9 +33,9 @@ A = rng.standard_normal((M, K), dtype=np.float32)
 B = rng.standard_normal((K, N), dtype=np.float32)
 
 matmul_simd = gg.load_kernel(kernel_path("matmul_simd.metal"), "matmul_simd")
+d = KERNELS["matmul_simd"].dispatch(M, N, K)  # 128 threads, one threadgroup per 32x32 tile
 C = np.zeros((M, N), np.float32)
-matmul_simd(A, B, C, np.uint32(M), np.uint32(N), np.uint32(K),
-            threadgroups=(cdiv(N, 32), cdiv(M, 32), 1), threads_per_threadgroup=(128, 1, 1))
+matmul_simd(A, B, C, M, N, K, threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
 # float32 sums of 36 products; the 8×8×8 multiply-accumulate orders them differently.
 np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
 print(f"matmul_simd {M}x{N}x{K}: matches numpy (rtol=1e-5, atol=1e-5), "
@@ -119,8 +115,8 @@ broken = replace_once(kernel_source("matmul_simd.metal"), "tileB, BN,", "tileB, 
 C_broken = np.zeros((M, N), np.float32)
 try:
     emulator.load_kernel(broken, "matmul_simd")(
-        A, B, C_broken, np.uint32(M), np.uint32(N), np.uint32(K),
-        threadgroups=(cdiv(N, 32), cdiv(M, 32), 1), threads_per_threadgroup=(128, 1, 1))
+        A, B, C_broken, M, N, K,
+        threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
     np.testing.assert_allclose(C_broken, A @ B, rtol=1e-5, atol=1e-5)
 except emulator.EmulatorError as err:
     print(diagnostic(err, "kernels/matmul_simd.metal"))

@@ -25,25 +25,19 @@ from matplotlib.patches import Rectangle
 
 import gemmglossary as gg
 from gemmglossary import emulator
-from gemmglossary.snippets import (diagnostic, defines, kernel_path, kernel_source, printed_warnings,
+from gemmglossary.kernels import KERNELS, cdiv
+from gemmglossary.snippets import (diagnostic, kernel_path, kernel_source, printed_warnings,
                                    replace_once, show_figure)
 
-
-def cdiv(a, b):
-    return -(-a // b)
-
-
 source = kernel_source("tiled_gemm.metal")
-c = defines(source, ["WM", "WN", "TM", "TN", "BK"])
+TILED_GEMM = KERNELS["tiled_gemm"]  # buffers, struct GemmParams and constants, read from the file
+c = TILED_GEMM.constants()
 WM, WN, TM, TN, BK = c["WM"], c["WN"], c["TM"], c["TN"], c["BK"]
-SM, SN = TM * 8, TN * 8
-BM, BN, THREADS = WM * SM, WN * SN, WM * WN * 32
+SM, SN, BM, BN, THREADS = c["SM"], c["SN"], c["BM"], c["BN"], c["THREADS"]
 print(f"pyramid: 8x8 fragments -> {SM}x{SN} per simdgroup ({TM}x{TN} fragments) -> "
       f"{BM}x{BN} per threadgroup ({WM}x{WN} simdgroups, {THREADS} threads), K step {BK}")
-
-# struct GemmParams: 32 bytes, no padding (see the kernel's header comment).
-PARAMS = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("lda", "<u4"),
-                   ("ldb", "<u4"), ("ldc", "<u4"), ("alpha", "<f4"), ("beta", "<f4")])
+print(f"struct GemmParams as numpy lays it out: {TILED_GEMM.params_dtype.itemsize} bytes, "
+      f"{TILED_GEMM.params_dtype}")
 tiled_gemm = gg.load_kernel(kernel_path("tiled_gemm.metal"), "tiled_gemm")
 
 # %% [markdown]
@@ -60,22 +54,22 @@ for M, N, K, alpha, beta in [(1, 1, 1, 1.0, 0.0), (67, 130, 19, 1.5, 0.25), (129
     B = rng.standard_normal((K, N), dtype=np.float32)
     C0 = rng.standard_normal((M, N), dtype=np.float32)
     C = C0.copy()
-    params = np.array([(M, N, K, K, N, N, alpha, beta)], PARAMS)
-    tiled_gemm(A, B, C, params, threadgroups=(cdiv(N, BN), cdiv(M, BM), 1),
-               threads_per_threadgroup=(THREADS, 1, 1))
+    params = TILED_GEMM.params(M, N, K, alpha=alpha, beta=beta)
+    d = TILED_GEMM.dispatch(M, N, K)  # (ceil(N/BN), ceil(M/BM), 1) x (THREADS, 1, 1)
+    tiled_gemm(A, B, C, params, threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
     # float32 dot products of up to 40 terms plus the epilogue's two operations.
     np.testing.assert_allclose(C, alpha * (A @ B) + beta * C0, rtol=1e-5, atol=1e-5)
     print(f"M={M:3d} N={N:3d} K={K:2d} alpha={alpha:5} beta={beta:5}: "
-          f"{cdiv(N, BN)}x{cdiv(M, BM)} threadgroups, matches numpy (rtol=1e-5, atol=1e-5)")
+          f"{d.threadgroups[0]}x{d.threadgroups[1]} threadgroups, matches numpy (rtol=1e-5, atol=1e-5)")
 
 # A 50x30 block of C = A[:, :20] @ B[:20, :] inside larger arrays, via lda/ldb/ldc.
 bigA = rng.standard_normal((50, 33), dtype=np.float32)   # lda = 33, K = 20
 bigB = rng.standard_normal((20, 45), dtype=np.float32)   # ldb = 45, N = 30
 bigC = rng.standard_normal((50, 41), dtype=np.float32)   # ldc = 41
 C0 = bigC.copy()
-params = np.array([(50, 30, 20, 33, 45, 41, 2.0, -1.0)], PARAMS)
-tiled_gemm(bigA, bigB, bigC, params, threadgroups=(cdiv(30, BN), cdiv(50, BM), 1),
-           threads_per_threadgroup=(THREADS, 1, 1))
+params = TILED_GEMM.params(50, 30, 20, lda=33, ldb=45, ldc=41, alpha=2.0, beta=-1.0)
+d = TILED_GEMM.dispatch(50, 30, 20)
+tiled_gemm(bigA, bigB, bigC, params, threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
 np.testing.assert_allclose(bigC[:, :30], 2.0 * bigA[:, :20] @ bigB[:, :30] - C0[:, :30],
                            rtol=1e-5, atol=1e-5)
 np.testing.assert_array_equal(bigC[:, 30:], C0[:, 30:])  # outside the block: untouched
@@ -93,11 +87,12 @@ labelled = replace_once(source, "acc[i][j] = make_filled_simdgroup_matrix<float,
                         "acc[i][j] = make_filled_simdgroup_matrix<float, 8, 8>("
                         "float(sgid * 100 + i * TN + j));")
 Mv, Nv, Kv = 2 * BM + 16, 2 * BN + 40, 8  # a C with partial tiles, to show the grid too
-params = np.array([(Mv, Nv, Kv, Kv, Nv, Nv, 1.0, 0.0)], PARAMS)
+params = TILED_GEMM.params(Mv, Nv, Kv)
+d = TILED_GEMM.dispatch(Mv, Nv, Kv)
 label = np.full((Mv, Nv), -1, np.float32)
 gg.load_kernel(labelled, "tiled_gemm")(
     np.zeros((Mv, Kv), np.float32), np.zeros((Kv, Nv), np.float32), label, params,
-    threadgroups=(cdiv(Nv, BN), cdiv(Mv, BM), 1), threads_per_threadgroup=(THREADS, 1, 1))
+    threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
 label = label.astype(int)
 sg, frag = label // 100, label % 100
 tile = (slice(0, BM), slice(0, BN))
@@ -154,14 +149,15 @@ show_figure(fig, f"Three panels. Left: a {Mv} by {Nv} C divided into {BM} by {BN
 M, N, K = 67, 130, 19
 A = rng.standard_normal((M, K), dtype=np.float32)
 B = rng.standard_normal((K, N), dtype=np.float32)
-params = np.array([(M, N, K, K, N, N, 1.0, 0.0)], PARAMS)  # beta = 0: C is only written
-wrong_grid = (cdiv(N, BN), cdiv(M, BM), 1)       # threadgroup counts ...
+params = TILED_GEMM.params(M, N, K)  # beta = 0: C is only written
+d = TILED_GEMM.dispatch(M, N, K)
+wrong_grid = d.threadgroups                      # threadgroup counts ...
 C_wrong = np.full((M, N), np.nan, np.float32)    # NaN marks "never written"
 try:
     with printed_warnings():
         emulator.load_kernel(kernel_path("tiled_gemm.metal"), "tiled_gemm")(
             A, B, C_wrong, params, threads=wrong_grid,  # ... passed as a thread count
-            threads_per_threadgroup=(THREADS, 1, 1))
+            threads_per_threadgroup=d.threads_per_threadgroup)
 except emulator.EmulatorError as err:
     print(f"threads={wrong_grid}: " + diagnostic(err))
     state = None
@@ -174,9 +170,9 @@ else:
           f"{(state == 2).sum()} are right")
     assert not right.all()
 
-right_grid = (cdiv(N, BN) * THREADS, cdiv(M, BM), 1)  # the same launch counted in threads
+right_grid = d.threads  # the same launch counted in threads: (ceil(N/BN)*THREADS, ceil(M/BM), 1)
 C_right = np.zeros((M, N), np.float32)
-tiled_gemm(A, B, C_right, params, threads=right_grid, threads_per_threadgroup=(THREADS, 1, 1))
+tiled_gemm(A, B, C_right, params, threads=right_grid, threads_per_threadgroup=d.threads_per_threadgroup)
 np.testing.assert_allclose(C_right, A @ B, rtol=1e-5, atol=1e-5)
 print(f"threads={right_grid}: matches numpy (rtol=1e-5, atol=1e-5)")
 

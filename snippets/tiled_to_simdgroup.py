@@ -24,33 +24,21 @@ from matplotlib.figure import Figure
 
 import gemmglossary as gg
 from gemmglossary import emulator
-from gemmglossary.snippets import diagnostic, defines, kernel_path, kernel_source, replace_once, show_figure
+from gemmglossary.kernels import KERNELS
+from gemmglossary.snippets import diagnostic, kernel_path, kernel_source, replace_once, show_figure
 
-
-def cdiv(a, b):
-    return -(-a // b)
-
-
-blocked = defines(kernel_source("matmul_simd_blocked.metal"), ["WM", "WN", "TM", "TN"])
-BLOCKED_BM = blocked["WM"] * blocked["TM"] * 8
-BLOCKED_BN = blocked["WN"] * blocked["TN"] * 8
-BLOCKED_THREADS = blocked["WM"] * blocked["WN"] * 32
-
-# name -> (threadgroup tile rows, columns, threads per threadgroup), from the header comments
-STEPS = {
-    "matmul_tiled": (16, 16, (16, 16, 1)),
-    "matmul_simd": (32, 32, (128, 1, 1)),
-    "matmul_simd_blocked": (BLOCKED_BM, BLOCKED_BN, (BLOCKED_THREADS, 1, 1)),
-}
+# The three steps; each one's dispatch (tile of C per threadgroup, threads per
+# threadgroup) is its header comment's, with the sizes read from the kernel file.
+STEPS = ["matmul_tiled", "matmul_simd", "matmul_simd_blocked"]
 kernels = {name: gg.load_kernel(kernel_path(f"{name}.metal"), name) for name in STEPS}
 
 
 def run(name, A, B, kernel=None):
     (M, K), N = A.shape, B.shape[1]
-    bm, bn, tptg = STEPS[name]
+    d = KERNELS[name].dispatch(M, N, K)
     C = np.zeros((M, N), np.float32)
-    (kernel or kernels[name])(A, B, C, np.uint32(M), np.uint32(N), np.uint32(K),
-                              threadgroups=(cdiv(N, bn), cdiv(M, bm), 1), threads_per_threadgroup=tptg)
+    (kernel or kernels[name])(A, B, C, M, N, K,
+                              threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
     return C
 
 

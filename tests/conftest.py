@@ -15,4 +15,4 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     try:
         vendor.ensure()
     except vendor.VendorError as exc:
-        raise pytest.UsageError(f"cannot materialize the pinned MLX files: {exc}") from None
+        raise pytest.UsageError(f"the pinned MLX files the tests run: {exc}") from None

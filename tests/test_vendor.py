@@ -65,11 +65,37 @@ def test_ensure_materializes_into_a_fresh_root(tmp_root):
     assert (include_root / "mlx/backend/metal/kernels/steel/gemm/mma.h").is_file()
 
 
-def test_ensure_repairs_an_edited_copy(tmp_root):
+def test_ensure_names_an_edited_copy_and_leaves_it(tmp_root):
+    """Builds and test start-up (which call ensure) never discard someone's edit."""
     vendor.ensure()
     mma = tmp_root / "kernels/vendor/mlx/backend/metal/kernels/steel/gemm/mma.h"
     mma.write_text("// edited\n")
-    assert any("mma.h" in p for p in vendor.status())
+    with pytest.raises(vendor.VendorError) as err:
+        vendor.ensure()
+    message = str(err.value)
+    assert str(mma) in message and "differs from its pin in vendor.toml" in message
+    assert "`gemmglossary vendor` restores the pinned copy" in message
+    assert mma.read_text() == "// edited\n"
+
+
+def test_vendor_command_restores_an_edited_copy_and_keeps_it(tmp_root, capsys):
+    vendor.ensure()
+    mma = tmp_root / "kernels/vendor/mlx/backend/metal/kernels/steel/gemm/mma.h"
+    mma.write_text("// edited\n")
+    assert vendor.main(["--check"]) == 1
+    assert "mma.h: differs from its pin" in capsys.readouterr().out
+    assert vendor.main([]) == 0
+    out = capsys.readouterr().out
+    assert f"restored {mma} from mlx" in out
+    kept = next((tmp_root / ".cache" / "vendor-edits").rglob("mma.h"))
+    assert kept.read_text() == "// edited\n" and str(kept) in out
+    assert vendor.status() == []
+
+
+def test_ensure_materializes_a_missing_file_only(tmp_root):
+    vendor.ensure()
+    mma = tmp_root / "kernels/vendor/mlx/backend/metal/kernels/steel/gemm/mma.h"
+    mma.unlink()
     vendor.ensure()
     assert vendor.status() == []
 

@@ -1,40 +1,101 @@
-"""The ``gemmglossary`` command.
+"""The ``gemmglossary`` command: one argparse tree for every subcommand.
 
-Each subcommand lives in the module that does the work and parses its own
-arguments; this file only routes, so adding a command never touches another
-command's code.
+Each command lives in the module that does the work, which adds its own subparser with
+``register(subparsers)`` and sets ``func`` (called with the parsed arguments); this file
+only assembles the tree, so adding a command never touches another command's code.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import re
 import sys
 
-COMMANDS = {
-    "vendor": ("gemmglossary.vendor", "copy the pinned MLX steel headers into kernels/vendor/"),
-    "excerpts": ("gemmglossary.excerpts.cli", "check or update the excerpt lock"),
-    "run": ("gemmglossary.run", "run a kernel file with random inputs"),
-    "bench": ("gemmglossary.bench", "benchmarks: `bench emulator`, `bench metal`"),
-}
+#: The modules that register a command, in the order ``--help`` lists them.
+COMMAND_MODULES = (
+    "gemmglossary.vendor",
+    "gemmglossary.excerpts.cli",
+    "gemmglossary.run",
+    "gemmglossary.bench",
+)
+
+EXIT_STATUS = """\
+exit status:
+  0  success
+  1  the command ran and found a problem (a drifted excerpt, a kernel that fails its
+     check or reports a diagnostic, a vendored file that differs from its pin)
+  2  bad input (unknown command, malformed option, missing file): one line on stderr
+"""
 
 
-def _usage() -> str:
-    lines = ["usage: gemmglossary COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
-    return "\n".join(lines)
+class UsageError(Exception):
+    """Bad command-line input; the message is printed on one line and the exit status is 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the command (no usage dump)."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def subparser(subparsers, name: str, **kwargs) -> Parser:
+    """``subparsers.add_parser`` with the tree's conventions (help text kept as written)."""
+    kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+    if "help" in kwargs and "description" not in kwargs:
+        kwargs["description"] = kwargs["help"]
+    return subparsers.add_parser(name, **kwargs)
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="gemmglossary",
+        description="Tooling of the Metal GEMM Glossary: the MLX headers it quotes, the excerpt "
+                    "lock of its pages, and running its kernels.",
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+_NEGATIVE = re.compile(r"^-\d")
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--shape -1,64,64`` -> ``--shape=-1,64,64``: argparse would take ``-1,64,64`` for
+    an option and say "expected one argument" instead of what is wrong with the value."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and _NEGATIVE.match(arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in {"-h", "--help"}:
-        print(_usage())
-        return 0 if argv else 2
-    name, rest = argv[0], argv[1:]
-    if name not in COMMANDS:
-        print(f"gemmglossary: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
+    parser = build_parser()
+    if not argv:
+        parser.print_help(sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    try:
+        args = parser.parse_args(_join_negative_values(argv))
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help and --version print and "exit"
+        return int(exc.code or 0)
+    return int(args.func(args) or 0)
+
+
+def run_command(name: str, argv: list[str] | None) -> int:
+    """``gemmglossary NAME ARGV...``: what each command module's ``main(argv)`` calls."""
+    return main([*name.split(), *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

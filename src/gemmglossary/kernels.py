@@ -1,30 +1,40 @@
 """How to bind and dispatch each first-party GEMM kernel in kernels/.
 
-One row per kernel, read from the header comment of its .metal file (buffers,
-compile-time constants, threadgroup size, dispatch).  ``gemmglossary run``,
-``gemmglossary bench metal`` and the tests use this table, so a change in a kernel's
-calling convention is made here once.
+What a kernel file states about itself is read from the file (:mod:`gemmglossary.msl`):
+
+- its buffers, their order and their types, from the kernel's signature;
+- the layout of a parameter struct (``constant GemmParams& p``), from the struct's
+  declaration, as a numpy dtype;
+- the defaults of its ``-D`` constants, from its ``#ifndef``/``#define`` lines, and the
+  values of its ``constexpr`` constants (tile sizes, thread counts) for given ``-D``\\s;
+- its ``max_total_threads_per_threadgroup``, from the kernel attribute.
+
+Only what the file says in prose, in the ``Dispatch:`` line of its header comment, is
+written here: which constants size the tile of C one threadgroup owns, and the
+threadgroup. ``tests/test_kernels.py`` checks those lines against this table.
+
+``gemmglossary run``, the benchmarks, the tests and the snippets use this table, so a
+change in a kernel's calling convention is made in the kernel file, once.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
 from . import paths
+from .msl import declarations
+from .msl.expressions import evaluate
+from .msl.signature import SCALAR_TYPES, KernelSignature, Parameter, find_kernel
 
-GEMM_PARAMS = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("lda", "<u4"),
-                        ("ldb", "<u4"), ("ldc", "<u4"), ("alpha", "<f4"), ("beta", "<f4")])
 
-
-def _int(defines: dict, key: str, default: int) -> int:
-    try:
-        return int(str(defines.get(key, default)), 0)
-    except ValueError:
-        raise ValueError(f"-D{key}={defines[key]!r} is not an integer") from None
+def cdiv(a: int, b: int) -> int:
+    """``ceil(a / b)`` for positive integers: how many tiles of ``b`` cover ``a``."""
+    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -34,57 +44,135 @@ class Dispatch:
 
     @property
     def threads(self) -> tuple[int, int, int]:
+        """The same grid counted in threads (``dispatchThreads``, MLX's ``grid``)."""
         return tuple(g * t for g, t in zip(self.threadgroups, self.threads_per_threadgroup))
+
+
+@lru_cache(maxsize=32)
+def _read(path: str, mtime_ns: int, size: int) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+class BindError(ValueError):
+    """A kernel parameter this table does not know how to fill."""
 
 
 @dataclass(frozen=True)
 class GemmKernel:
+    """A first-party GEMM kernel: C (M x N) from A (M x K) and B (K x N), row-major float."""
+
     name: str  # kernel function name, and file stem in kernels/
-    dispatch: Callable[[int, int, int, dict], Dispatch]
-    alpha_beta: bool = False  # tiled_gemm: C = alpha*A*B + beta*C with a params struct
-    defaults: dict = field(default_factory=dict)
+    tile: tuple[str, str]  # the constants giving the rows and columns of C per threadgroup
+    threadgroup: tuple[str | int, str | int, str | int]  # threads per threadgroup (constants or numbers)
 
     @property
-    def path(self):
+    def path(self) -> Path:
         return paths.kernels_dir() / f"{self.name}.metal"
 
-    def buffers(self, A, B, C, alpha=1.0, beta=0.0) -> list:
-        M, K = A.shape
-        N = B.shape[1]
-        if self.alpha_beta:
-            params = np.zeros((), dtype=GEMM_PARAMS)
-            params[()] = (M, N, K, K, N, N, alpha, beta)
-            return [A, B, C, params]
-        return [A, B, C, np.uint32(M), np.uint32(N), np.uint32(K)]
+    def source(self) -> str:
+        st = self.path.stat()
+        return _read(str(self.path), st.st_mtime_ns, st.st_size)
 
+    def signature(self) -> KernelSignature:
+        sig = find_kernel(self.source(), self.name, str(self.path))
+        if sig is None:
+            raise BindError(f"{self.path}: declares no kernel named {self.name!r}")
+        return sig
 
-def _tiled(M, N, K, d):
-    return Dispatch((math.ceil(N / 16), math.ceil(M / 16), 1), (16, 16, 1))
+    def defaults(self) -> dict[str, int]:
+        """The ``-D`` constants the kernel accepts, with their default values."""
+        defaults = declarations.macro_defaults(self.source())
+        values = self.constants()
+        return {name: values[name] for name in defaults}
 
+    def constants(self, defines: dict | None = None) -> declarations.Constants:
+        """Every integer constant of the kernel file, built with ``defines``."""
+        return declarations.constants(self.source(), defines)
 
-def _simd(M, N, K, d):
-    return Dispatch((math.ceil(N / 32), math.ceil(M / 32), 1), (128, 1, 1))
+    def max_total_threads(self, defines: dict | None = None) -> int | None:
+        """The kernel's ``max_total_threads_per_threadgroup`` bound, if it declares one."""
+        expr = self.signature().attribute("max_total_threads_per_threadgroup")
+        return None if expr is None else evaluate(expr, self.constants(defines).values)
 
+    def struct_parameter(self) -> Parameter | None:
+        return next((p for p in self.signature().buffers if p.value_type not in SCALAR_TYPES
+                     and not p.is_pointer), None)
 
-def _blocked(tm_default: int, tn_default: int):
-    def dispatch(M, N, K, d):
-        wm, wn = _int(d, "WM", 2), _int(d, "WN", 2)
-        tm, tn = _int(d, "TM", tm_default), _int(d, "TN", tn_default)
-        bm, bn = wm * tm * 8, wn * tn * 8
-        return Dispatch((math.ceil(N / bn), math.ceil(M / bm), 1), (wm * wn * 32, 1, 1))
+    @property
+    def params_dtype(self) -> np.dtype | None:
+        """numpy dtype of the kernel's parameter struct (None when it takes scalars)."""
+        p = self.struct_parameter()
+        if p is None:
+            return None
+        return declarations.struct_dtype(self.source(), p.value_type, str(self.path))
 
-    return dispatch
+    @property
+    def alpha_beta(self) -> bool:
+        """Whether the kernel computes C = alpha*A*B + beta*C (its struct has both)."""
+        dt = self.params_dtype
+        return dt is not None and {"alpha", "beta"} <= set(dt.names)
+
+    def dispatch(self, M: int, N: int, K: int, defines: dict | None = None) -> Dispatch:
+        """Threadgroups and threadgroup size for a C of M x N, as the header comment says."""
+        c = self.constants(defines)
+        rows, cols = (c[name] for name in self.tile)
+        tpg = tuple(c[t] if isinstance(t, str) else int(t) for t in self.threadgroup)
+        return Dispatch((cdiv(N, cols), cdiv(M, rows), 1), tpg)
+
+    def params(self, M: int, N: int, K: int, *, lda: int | None = None, ldb: int | None = None,
+               ldc: int | None = None, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
+        """The parameter struct (a 0-d numpy structured array); row strides default to
+        dense matrices (lda = K, ldb = ldc = N)."""
+        dt = self.params_dtype
+        if dt is None:
+            raise BindError(f"{self.name} takes no parameter struct")
+        values = dict(M=M, N=N, K=K, lda=K if lda is None else lda, ldb=N if ldb is None else ldb,
+                      ldc=N if ldc is None else ldc, alpha=alpha, beta=beta)
+        unknown = [f for f in dt.names if f not in values]
+        if unknown:
+            raise BindError(f"{self.path}: struct field(s) {', '.join(unknown)} of "
+                            f"{self.struct_parameter().value_type}: no value for them")
+        out = np.zeros((), dt)
+        for field in dt.names:
+            out[field] = values[field]
+        return out
+
+    def arguments(self, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, M: int | None = None,
+                  N: int | None = None, K: int | None = None, alpha: float = 1.0,
+                  beta: float = 0.0) -> list:
+        """The buffers in the kernel's order. M and K default to A's shape and N to B's;
+        row strides are the arrays' row lengths, so with explicit M, N, K the arrays may
+        be wider (a block of larger matrices, as BLAS passes it)."""
+        M = A.shape[0] if M is None else M
+        K = A.shape[1] if K is None else K
+        N = B.shape[1] if N is None else N
+        if not self.alpha_beta and (alpha != 1.0 or beta != 0.0):
+            raise BindError(f"{self.name} computes C = A*B; alpha and beta apply to kernels with "
+                            "alpha and beta parameters")
+        arrays, scalars = {"A": A, "B": B, "C": C}, {"M": M, "N": N, "K": K}
+        struct = self.struct_parameter()
+        out = []
+        for p in self.signature().buffers:
+            if p.name in arrays and p.is_pointer:
+                out.append(arrays[p.name])
+            elif p.name in scalars and p.value_type in SCALAR_TYPES:
+                out.append(np.dtype(SCALAR_TYPES[p.value_type]).type(scalars[p.name]))
+            elif p == struct:
+                out.append(self.params(M, N, K, lda=A.shape[1], ldb=B.shape[1], ldc=C.shape[1],
+                                       alpha=alpha, beta=beta))
+            else:
+                raise BindError(f"{p.file}:{p.line}: cannot bind parameter '{p.type} {p.name}' "
+                                f"of {self.name} (expected A, B, C, M, N, K or a parameter struct)")
+        return out
 
 
 KERNELS: dict[str, GemmKernel] = {
     k.name: k
     for k in (
-        GemmKernel("matmul_tiled", _tiled),
-        GemmKernel("matmul_simd", _simd),
-        GemmKernel("matmul_simd_blocked", _blocked(4, 2),
-                   defaults={"WM": 2, "WN": 2, "TM": 4, "TN": 2, "BK": 16}),
-        GemmKernel("tiled_gemm", _blocked(4, 4), alpha_beta=True,
-                   defaults={"WM": 2, "WN": 2, "TM": 4, "TN": 4, "BK": 16}),
+        GemmKernel("matmul_tiled", tile=("TILE", "TILE"), threadgroup=("TILE", "TILE", 1)),
+        GemmKernel("matmul_simd", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
+        GemmKernel("matmul_simd_blocked", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
+        GemmKernel("tiled_gemm", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
     )
 }
 
@@ -124,17 +212,16 @@ def run_gemm(kernel, spec: GemmKernel, M: int, N: int, K: int, *, defines: dict 
     ``check=False`` skips the reference (timing runs); the error is then NaN.
     """
     defines = dict(defines or {})
-    if not spec.alpha_beta and (alpha != 1.0 or beta != 0.0):
-        raise ValueError(f"{spec.name} computes C = A*B; alpha/beta apply to tiled_gemm only")
     A, B, C0 = random_problem(M, N, K, seed, beta)
     C = C0.copy()
+    arguments = spec.arguments(A, B, C, alpha=alpha, beta=beta)
     d = spec.dispatch(M, N, K, defines)
     tpg = tuple(threads_per_threadgroup) if threads_per_threadgroup else d.threads_per_threadgroup
     if threads is not None:
         grid = dict(threads=tuple(threads))
     else:
         grid = dict(threadgroups=tuple(threadgroups) if threadgroups else d.threadgroups)
-    result = kernel(*spec.buffers(A, B, C, alpha, beta), threads_per_threadgroup=tpg, **grid, **call_kwargs)
+    result = kernel(*arguments, threads_per_threadgroup=tpg, **grid, **call_kwargs)
     if not check:
         ref, err = None, float("nan")
     else:

@@ -6,7 +6,8 @@ from the table in :mod:`gemmglossary.kernels`, keyed by the kernel's function na
 edited copy of a first-party kernel runs the same way.
 
 Exit status: 0 PASS; 1 FAIL or a diagnostic from the emulator / the GPU (printed);
-2 bad input (missing file, unknown kernel, malformed option), one line on stderr.
+2 bad input (missing file, unknown kernel, malformed option, a shape above the limits),
+one line on stderr.
 """
 
 from __future__ import annotations
@@ -18,7 +19,20 @@ import sys
 import warnings
 from pathlib import Path
 
+from .cli import run_command, subparser
+from .emulator import EmulatorError
 from .kernels import KERNELS, run_gemm
+from .metal.backend import MetalError
+from .msl.signature import find_kernel
+from .msl.tokens import SourceError
+
+#: Largest matrix accepted, in elements (256 MiB of float32 each for A, B and C).
+MAX_ELEMENTS = 2 ** 26
+#: Largest M*N*K accepted on the emulator (2048^3, seconds to a minute at its 1-3 GFLOP/s).
+EMULATOR_MAX_WORK = 2 ** 33
+
+LIMITS = (f"limits: A, B and C of at most {MAX_ELEMENTS:,} elements each (256 MiB of float32); "
+          f"on the emulator M*N*K of at most 2^33 = {EMULATOR_MAX_WORK:,} (2048^3)")
 
 
 class BadInput(Exception):
@@ -30,20 +44,28 @@ def _readable(text: str) -> str:
     return text.replace(str(Path.cwd()) + os.sep, "")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
-        raise BadInput(message)
+def _ints(text: str) -> list[int]:
+    parts = [p for p in re.split(r"[,x ]", text.strip()) if p]
+    try:
+        return [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected x,y,z integers, got {text!r}") from None
 
 
 def _triple(text: str) -> tuple[int, int, int]:
-    parts = [p for p in re.split(r"[,x ]", text.strip()) if p]
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected x,y,z integers, got {text!r}") from None
+    """A grid or threadgroup size: 1 to 3 positive integers, missing ones are 1."""
+    values = _ints(text)
     if not 1 <= len(values) <= 3 or min(values) < 1:
         raise argparse.ArgumentTypeError(f"expected 1 to 3 positive integers, got {text!r}")
     return tuple(values + [1] * (3 - len(values)))
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    """M,N,K: exactly three positive integers (no dimension is implied)."""
+    values = _ints(text)
+    if len(values) != 3 or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected M,N,K (three positive integers), got {text!r}")
+    return tuple(values)
 
 
 def _define(text: str) -> tuple[str, str]:
@@ -63,8 +85,10 @@ def _positive(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="gemmglossary run", description=__doc__.split("\n\n")[0])
+def register(subparsers) -> None:
+    p = subparser(subparsers, "run", help="run a kernel file with random inputs, checked against numpy",
+                  description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                  epilog=LIMITS + "\n\nexit status: 0 PASS; 1 FAIL or a diagnostic; 2 bad input")
     p.add_argument("kernel_file", help="path to a .metal file")
     p.add_argument("--name", required=True, help=f"kernel function: {', '.join(KERNELS)}")
     p.add_argument("--define", "-D", action="append", type=_define, default=[], metavar="NAME=VALUE",
@@ -72,71 +96,74 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--M", type=_positive, help="rows of A and C (default 64)")
     p.add_argument("--N", type=_positive, help="columns of B and C (default 64)")
     p.add_argument("--K", type=_positive, help="reduction depth (default 64)")
-    p.add_argument("--shape", type=_triple, help="M,N,K at once")
+    p.add_argument("--shape", type=_shape, metavar="M,N,K", help="M, N and K at once")
     grid = p.add_mutually_exclusive_group()
-    grid.add_argument("--threads", type=_triple, help="dispatchThreads grid x,y,z (overrides the table)")
-    grid.add_argument("--threadgroups", type=_triple, help="dispatchThreadgroups x,y,z (overrides the table)")
-    p.add_argument("--tpg", type=_triple, help="threads per threadgroup x,y,z (overrides the table)")
-    p.add_argument("--alpha", type=float, default=1.0, help="tiled_gemm only")
+    grid.add_argument("--threads", type=_triple, metavar="X,Y,Z",
+                      help="dispatchThreads grid (overrides the table)")
+    grid.add_argument("--threadgroups", type=_triple, metavar="X,Y,Z",
+                      help="dispatchThreadgroups grid (overrides the table)")
+    p.add_argument("--tpg", type=_triple, metavar="X,Y,Z", help="threads per threadgroup (overrides the table)")
+    p.add_argument("--alpha", type=float, default=1.0, help="C = alpha*A*B + beta*C (tiled_gemm only)")
     p.add_argument("--beta", type=float, default=0.0, help="tiled_gemm only")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="of the random inputs (default 0)")
     p.add_argument("--backend", choices=["metal", "emulator"], help="default: automatic / $GEMMGLOSSARY_BACKEND")
-    return p
+    p.set_defaults(func=_run)
 
 
-def _declares_kernel(source: str, name: str) -> bool:
-    return bool(re.search(r"\b" + re.escape(name) + r"\s*\(", source)
-                or re.search(r'host_name\(\s*"' + re.escape(name) + r'"', source))
-
-
-def _diagnostic_types():
-    types = []
-    try:
-        from .emulator import EmulatorError
-
-        types.append(EmulatorError)
-    except Exception:
-        pass
-    try:
-        from .metal.backend import MetalError
-
-        types.append(MetalError)
-    except Exception:
-        pass
-    return tuple(types)
+def _check_size(M: int, N: int, K: int) -> None:
+    for name, rows, cols in (("A", M, K), ("B", K, N), ("C", M, N)):
+        if rows * cols > MAX_ELEMENTS:
+            raise BadInput(f"M={M} N={N} K={K}: {name} would have {rows * cols:,} elements, above the "
+                           f"limit of {MAX_ELEMENTS:,} (256 MiB of float32)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ("-h", "--help"):
-        build_parser().print_help()
-        return 0
-    try:
-        args = build_parser().parse_args(argv)
-        path = Path(args.kernel_file)
-        if not path.is_file():
-            raise BadInput(f"no such file: {path}")
-        source = path.read_text()
-        if args.name not in KERNELS:
-            raise BadInput(f"unknown kernel {args.name!r}: `run` knows how to bind {', '.join(KERNELS)}")
-        if not _declares_kernel(source, args.name):
-            raise BadInput(f"{path} has no kernel named {args.name!r}")
-        if args.shape and any(v is not None for v in (args.M, args.N, args.K)):
-            raise BadInput("give either --shape or --M/--N/--K, not both")
-        M, N, K = args.shape or (args.M or 64, args.N or 64, args.K or 64)
-        spec = KERNELS[args.name]
-        if not spec.alpha_beta and (args.alpha != 1.0 or args.beta != 0.0):
-            raise BadInput(f"--alpha/--beta apply to tiled_gemm only ({args.name} computes C = A*B)")
-        defines = dict(args.define)
-    except BadInput as exc:
-        print(f"gemmglossary run: {exc}", file=sys.stderr)
-        return 2
+    """``gemmglossary run ARGV...``."""
+    return run_command("run", argv)
 
+
+def _inputs(args) -> tuple[Path, tuple[int, int, int], dict]:
+    """Check what can be checked before compiling: (kernel file, shape, defines)."""
+    path = Path(args.kernel_file)
+    if not path.is_file():
+        raise BadInput(f"no such file: {path}")
+    if args.name not in KERNELS:
+        raise BadInput(f"unknown kernel {args.name!r}: `run` knows how to bind {', '.join(KERNELS)}")
+    try:
+        declared = find_kernel(path.read_text(encoding="utf-8"), args.name, str(path))
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except SourceError as exc:
+        raise BadInput(_readable(str(exc))) from None
+    if declared is None:
+        raise BadInput(f"{path} has no kernel named {args.name!r}")
+    if args.shape and any(v is not None for v in (args.M, args.N, args.K)):
+        raise BadInput("give either --shape or --M/--N/--K, not both")
+    shape = args.shape or (args.M or 64, args.N or 64, args.K or 64)
+    _check_size(*shape)
+    try:
+        KERNELS[args.name].dispatch(*shape, dict(args.define))
+    except KeyError as exc:  # e.g. -DTM=two: the table cannot size the dispatch
+        raise BadInput(exc.args[0]) from None
+    if not KERNELS[args.name].alpha_beta and (args.alpha != 1.0 or args.beta != 0.0):
+        raise BadInput(f"--alpha/--beta apply to tiled_gemm only ({args.name} computes C = A*B)")
+    return path, shape, dict(args.define)
+
+
+def _run(args) -> int:
     from .runtime import BackendUnavailable, backend, load_kernel
 
-    diagnostics = _diagnostic_types()
     try:
+        path, (M, N, K), defines = _inputs(args)
         chosen = backend(args.backend)
+        if chosen == "emulator" and M * N * K > EMULATOR_MAX_WORK:
+            raise BadInput(f"M={M} N={N} K={K}: M*N*K = {M * N * K:,} is above the emulator's limit of "
+                           f"{EMULATOR_MAX_WORK:,} (2048^3); use a smaller shape, or a Mac (--backend metal)")
+    except (BadInput, BackendUnavailable) as exc:
+        print(f"gemmglossary run: {exc}", file=sys.stderr)
+        return 2
+    spec = KERNELS[args.name]
+    try:
         # Warnings (e.g. the emulator's PortabilityWarning) are part of what a reader came
         # to see: print them as lines of the report, not in Python's warning format.
         with warnings.catch_warnings(record=True) as caught:
@@ -147,18 +174,13 @@ def main(argv: list[str] | None = None) -> int:
                            threads_per_threadgroup=args.tpg)
         for w in caught:
             print(_readable(f"{w.category.__name__}: {w.message}"))
-    except BackendUnavailable as exc:
-        print(f"gemmglossary run: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        if diagnostics and isinstance(exc, diagnostics):
-            print(_readable(str(exc)))
-            return 1
-        print(f"gemmglossary run: {exc}", file=sys.stderr)
-        return 2
-    except diagnostics as exc:  # noqa: B030 - a tuple of exception classes
+    except (EmulatorError, MetalError) as exc:  # what the kernel did: the report
         print(_readable(str(exc)))
         return 1
+    except (ValueError, KeyError) as exc:  # e.g. a -D value that is not a number
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"gemmglossary run: {_readable(str(message))}", file=sys.stderr)
+        return 2
 
     d = run.dispatch
     grid = f"threads {tuple(args.threads)}" if args.threads else f"threadgroups {tuple(args.threadgroups or d.threadgroups)}"

@@ -47,17 +47,6 @@ def replace_once(text: str, old: str, new: str, count: int = 1) -> str:
     return text.replace(old, new)
 
 
-def defines(source: str, names) -> dict[str, int]:
-    """Default values of ``#define NAME <int>`` compile-time constants in ``source``."""
-    out = {}
-    for name in names:
-        m = re.search(rf"^\s*#define\s+{name}\s+(\d+)\s*$", source, re.MULTILINE)
-        if m is None:
-            raise AssertionError(f"no '#define {name} <int>' in the kernel source")
-        out[name] = int(m.group(1))
-    return out
-
-
 def diagnostic(err, edited: str | None = None) -> str:
     """``"TypeName: message"`` for an exception or warning, ready to print.
 

@@ -5,8 +5,11 @@ repository never commits upstream code. Instead ``kernels/vendor.toml`` pins the
 mlx version and the sha256 of every file we need; this module copies those files
 out of the installed mlx wheel (which ships them) and refuses anything else.
 
-It runs by itself when the site builds (the mkdocs hook) and when the tests start
-(``tests/conftest.py``), so neither README command needs a separate step.
+It runs by itself when the site builds (the mkdocs hook), when the tests start
+(``tests/conftest.py``) and before ``gemmglossary excerpts``, so neither README command
+needs a separate step. Those automatic runs only add missing files: a vendored file that
+differs from its pin stops them with its name, and only ``gemmglossary vendor`` restores
+it (keeping the edited copy).
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ import argparse
 import hashlib
 import importlib.metadata
 import os
+import shutil
+import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import kernels_dir, vendor_dir
+from .cli import run_command, subparser
+from .paths import kernels_dir, project_root, vendor_dir
 
 #: Where MLX keeps its Metal kernels, both in the wheel (under ``mlx/include``)
 #: and in the upstream repository.
@@ -107,26 +113,55 @@ def installed_kernels_dir() -> Path:
     )
 
 
-def status(pins: Pins | None = None) -> list[str]:
-    """Problems with the vendored copies (empty when all are present and match)."""
+@dataclass(frozen=True)
+class VendorState:
+    """How the vendored copies stand against the pins."""
+
+    missing: tuple[PinnedFile, ...]
+    edited: tuple[tuple[PinnedFile, str], ...]  # (file, the sha256 found)
+
+    def problems(self) -> list[str]:
+        out = [f"{f.vendored}: missing" for f in self.missing]
+        out += [f"{f.vendored}: {_differs(f, found)}" for f, found in self.edited]
+        return out
+
+
+def _differs(f: PinnedFile, found: str) -> str:
+    return (f"differs from its pin in {manifest_path().name} (sha256 {found}, pinned {f.sha256}); "
+            "MLX's files are read, never edited here: `gemmglossary vendor` restores the pinned copy "
+            "(and keeps yours)")
+
+
+def state(pins: Pins | None = None) -> VendorState:
     pins = pins or load_pins()
-    problems = []
+    missing, edited = [], []
     for f in pins.files:
         if not f.vendored.is_file():
-            problems.append(f"{f.vendored}: missing")
+            missing.append(f)
         elif (found := _sha256(f.vendored)) != f.sha256:
-            problems.append(f"{f.vendored}: sha256 {found}, expected {f.sha256}")
-    return problems
+            edited.append((f, found))
+    return VendorState(tuple(missing), tuple(edited))
 
 
-def ensure(pins: Pins | None = None) -> Path:
-    """Make ``kernels/vendor/`` hold exactly the pinned files; return its include root.
+def status(pins: Pins | None = None) -> list[str]:
+    """Problems with the vendored copies (empty when all are present and match)."""
+    return state(pins).problems()
 
-    Cheap when everything is already in place (one hash per file).
-    """
-    pins = pins or load_pins()
-    if not status(pins):
-        return vendor_dir()
+
+def check_file(path: Path) -> str | None:
+    """Why the vendored file ``path`` is not the pinned one (None when it is)."""
+    pins = load_pins()
+    path = Path(path).resolve()
+    for f in pins.files:
+        if f.vendored.resolve() == path:
+            if not path.is_file():
+                return "missing (`gemmglossary vendor` materializes it)"
+            found = _sha256(path)
+            return None if found == f.sha256 else _differs(f, found)
+    return f"not pinned in {manifest_path()}: only pinned MLX files may be quoted"
+
+
+def _copy_pinned(pins: Pins, files) -> None:
     version = installed_mlx_version()
     if version != pins.version:
         found = f"mlx {version}" if version else "no mlx"
@@ -134,7 +169,7 @@ def ensure(pins: Pins | None = None) -> Path:
             f"{manifest_path()}: pins mlx {pins.version}, found {found} installed; {FIX}"
         )
     source_root = installed_kernels_dir()
-    for f in pins.files:
+    for f in files:
         source = source_root / f.path
         if not source.is_file():
             raise VendorError(
@@ -152,28 +187,71 @@ def ensure(pins: Pins | None = None) -> Path:
         tmp = f.vendored.with_name(f.vendored.name + ".tmp")
         tmp.write_bytes(data)
         os.replace(tmp, f.vendored)
+
+
+def ensure(pins: Pins | None = None) -> Path:
+    """Materialize missing pinned files into ``kernels/vendor/``; return its include root.
+
+    Cheap when everything is already in place (one hash per file). A vendored file that
+    differs from its pin is never overwritten here (builds and test start-up call this):
+    it raises :class:`VendorError` naming the file, and ``gemmglossary vendor`` restores it.
+    """
+    pins = pins or load_pins()
+    found = state(pins)
+    if found.edited:
+        raise VendorError("; ".join(f"{f.vendored}: {_differs(f, sha)}" for f, sha in found.edited))
+    if found.missing:
+        _copy_pinned(pins, found.missing)
     return vendor_dir()
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="gemmglossary vendor",
-        description="Copy the MLX files pinned in kernels/vendor.toml from the installed mlx "
-        "wheel into kernels/vendor/ (git-ignored), checking their hashes.",
-    )
-    parser.add_argument("--check", action="store_true", help="only report; copy nothing")
-    args = parser.parse_args(argv)
-    pins = load_pins()
-    if args.check:
-        problems = status(pins)
-        for p in problems:
-            print(p)
-        print("vendored files match the pins" if not problems else f"{len(problems)} problem(s)")
-        return 1 if problems else 0
+def restore(pins: Pins | None = None) -> list[str]:
+    """Make ``kernels/vendor/`` hold exactly the pinned files, restoring edited ones; an
+    edited copy is moved to ``.cache/vendor-edits/<time>/`` first. Returns what was done."""
+    pins = pins or load_pins()
+    found = state(pins)
+    done = []
+    if found.edited:
+        keep = project_root() / ".cache" / "vendor-edits" / time.strftime("%Y%m%d-%H%M%S")
+        for f, _ in found.edited:
+            kept = keep / f.path
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f.vendored, kept)
+            done.append(f"restored {f.vendored} from mlx {pins.version}; your edited copy is {kept}")
+    _copy_pinned(pins, found.missing + tuple(f for f, _ in found.edited))
+    done += [f"materialized {f.vendored}" for f in found.missing]
+    return done
+
+
+def register(subparsers) -> None:
+    p = subparser(subparsers, "vendor", help="copy the pinned MLX headers into kernels/vendor/",
+                  description="Copy the MLX files pinned in kernels/vendor.toml from the installed mlx "
+                  "wheel into kernels/vendor/ (git-ignored), checking their hashes. A copy that "
+                  "differs from its pin is restored, and the edited copy kept under "
+                  ".cache/vendor-edits/. Builds and tests materialize missing files by themselves "
+                  "but never overwrite an edited one.")
+    p.add_argument("--check", action="store_true", help="only report (exit 1 on any problem); copy nothing")
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
     try:
-        root = ensure(pins)
+        pins = load_pins()
+        if args.check:
+            problems = status(pins)
+            for problem in problems:
+                print(problem)
+            print("vendored files match the pins" if not problems else f"{len(problems)} problem(s)")
+            return 1 if problems else 0
+        for line in restore(pins):
+            print(line)
     except VendorError as exc:
         print(f"gemmglossary vendor: {exc}")
         return 1
-    print(f"{len(pins.files)} MLX {pins.version} files in {root}")
+    print(f"{len(pins.files)} MLX {pins.version} files in {vendor_dir()}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``gemmglossary vendor ARGV...``."""
+    return run_command("vendor", argv)

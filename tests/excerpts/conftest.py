@@ -1,4 +1,4 @@
-"""A throw-away project root (docs/, kernels/, excerpts.lock.json) for each test.
+"""A throw-away project root (docs/, kernels/, an empty excerpts.lock.json) for each test.
 
 ``GEMMGLOSSARY_ROOT`` points the tooling at it, so nothing here touches the repository.
 """
@@ -46,6 +46,9 @@ More text.
 """
 
 
+EMPTY_LOCK = '{"version": 1, "excerpts": []}\n'
+
+
 class Project:
     def __init__(self, root: Path):
         self.root = root
@@ -87,6 +90,7 @@ def project(tmp_path, monkeypatch) -> Project:
     p = Project(root.resolve())
     p.kernel("add.metal", KERNEL)
     p.page("index.md", PAGE)
+    p.write("excerpts.lock.json", EMPTY_LOCK)  # as in the repository: a lock, here with no entries yet
     return p
 
 

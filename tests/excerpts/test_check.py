@@ -8,7 +8,7 @@ import pytest
 
 from gemmglossary.excerpts import cli
 from gemmglossary.excerpts.check import check
-from gemmglossary.excerpts.lock import Entry, file_lines, hash_lines, lock_path, read_lock, write_lock
+from gemmglossary.excerpts.lock import Entry, file_lines, hash_lines, line_hash, lock_path, read_lock, write_lock
 from gemmglossary.excerpts.update import update
 
 from .conftest import KERNEL, PAGE
@@ -33,7 +33,9 @@ def test_clean_project_passes(locked):
     assert report.ok
     assert report.summary().startswith("1 excerpts of 1 files on 1 pages")
     [e] = read_lock(lock_path())
-    assert e == Entry("index.md", "kernels/add.metal", 5, 11, hash_lines(file_lines(KERNEL)[4:11]))
+    quoted = file_lines(KERNEL)[4:11]
+    assert e == Entry("index.md", "kernels/add.metal", 5, 11, hash_lines(quoted),
+                      tuple(line_hash(t) for t in quoted))
 
 
 def test_lock_hash_is_lines_joined_plus_final_newline(locked):
@@ -107,7 +109,7 @@ def test_path_escaping_the_root(project):
 def test_malformed_snippet_line(project):
     project.page("index.md", '# x\n\n```metal\n--8<-- "kernels/add.metal:5"\n```\n')
     _, msg = only(check(), "malformed")
-    assert msg.startswith("docs/index.md:4: ") and "malformed snippet line" in msg
+    assert msg.startswith("docs/index.md:4: ") and "malformed excerpt line" in msg
 
 
 def test_excerpt_missing_from_lock(locked):
@@ -172,4 +174,73 @@ def test_lock_format_is_sorted_and_deterministic(locked):
     data = json.loads(text)
     keys = [(e["page"], e["file"], e["start"], e["end"]) for e in data["excerpts"]]
     assert keys == sorted(keys) and keys[0] == ("a.md", "kernels/add.metal", 1, 3)
-    assert list(data["excerpts"][0]) == ["page", "file", "start", "end", "sha256"]
+    assert list(data["excerpts"][0]) == ["page", "file", "start", "end", "sha256", "lines"]
+
+
+# ---------------------------------------------------------------------------
+# Issue 13, item 6: an excerpt line nothing expands is reported.
+
+@pytest.mark.parametrize("text, line, where", [
+    ('```cpp\n--8<-- "kernels/add.metal:1:3"\n```\n', 4, "in a 'cpp' fence"),
+    ('```\n--8<-- "kernels/add.metal:1:3"\n```\n', 4, "in a fence without a language"),
+    ('Text.\n\n--8<-- "kernels/add.metal:1:3"\n', 5, "outside any fence"),
+    ('1.  A list item:\n\n    --8<-- "kernels/add.metal:1:3"\n', 5, "outside any fence"),
+])
+def test_a_stray_excerpt_line_is_a_problem(locked, text, line, where):
+    locked.page("other.md", "# Other\n\n" + text)
+    problem, msg = only(check(), "stray")
+    assert msg.startswith(f"docs/other.md:{line}: ")
+    assert f"""excerpt line '--8<-- "kernels/add.metal:1:3"' {where} is not quoted""" in msg
+    assert "```metal fenced block" in msg
+
+
+@pytest.mark.parametrize("lang", ["markdown", "text", "md"])
+def test_a_fence_that_shows_the_syntax_is_fine(locked, lang):
+    locked.page("howto.md", f'# How to quote\n\n````{lang}\n```metal\n--8<-- "kernels/add.metal:1:3"\n```\n````\n')
+    assert check().ok, [str(p) for p in check().problems]
+
+
+def test_a_page_that_is_not_utf8_is_named(locked):
+    (locked.root / "docs" / "bad.md").write_bytes(b"# caf\xe9\n")
+    problem, msg = only(check(), "malformed")
+    assert msg.startswith("docs/bad.md:1: ") and "not UTF-8 text" in msg
+
+
+# ---------------------------------------------------------------------------
+# Issue 13, item 4: an edited vendored header is named as such.
+
+MMA = "kernels/vendor/mlx/backend/metal/kernels/steel/gemm/mma.h"
+
+
+@pytest.fixture
+def quotes_mlx(with_mlx):
+    with_mlx.page("mlx.md", f'# MLX\n\n```metal\n--8<-- "{MMA}:32:40"\n```\n')
+    assert update().ok
+    return with_mlx
+
+
+def test_an_edited_vendored_file_is_reported_with_the_way_back(quotes_mlx, capsys):
+    path = quotes_mlx.root / MMA
+    lines = path.read_text().split("\n")
+    lines[34] = "// my edit"
+    path.write_text("\n".join(lines))
+    before = lock_path().read_text()
+    problem, msg = only(check(), "vendored")
+    assert msg.startswith(f"docs/mlx.md:4: {MMA} lines 32–40: differs from its pin in vendor.toml")
+    assert "`gemmglossary vendor` restores the pinned copy" in msg and "--accept-changes" not in msg
+    # Neither command locks the edit, nor repairs it behind the writer's back.
+    assert cli.main(["update", "--accept-changes"]) == 1
+    out = capsys.readouterr().out
+    assert f"{path}: differs from its pin" in out and "gemmglossary vendor" in out
+    assert lock_path().read_text() == before and "// my edit" in path.read_text()
+    assert cli.main(["check"]) == 1
+    assert "differs from its pin" in capsys.readouterr().out
+
+
+def test_check_on_a_fresh_clone_materializes_the_mlx_files(quotes_mlx, capsys):
+    import shutil
+
+    shutil.rmtree(quotes_mlx.root / "kernels" / "vendor")
+    assert cli.main(["check"]) == 0, capsys.readouterr().out
+    assert "2 excerpts of 2 files on 2 pages match" in capsys.readouterr().out
+    assert (quotes_mlx.root / MMA).is_file()

@@ -92,7 +92,7 @@ def test_missing_vendor_manifest_fails_clearly(site):
     shutil.rmtree(site.root / "kernels" / "vendor")
     run = build(site.root)
     assert run.returncode != 0
-    assert "cannot materialize the pinned MLX files" in run.stderr and "vendor.toml: missing" in run.stderr
+    assert "the MLX files the pages quote" in run.stderr and "vendor.toml: missing" in run.stderr
 
 
 def test_pages_left_out_of_the_build_do_not_fail_it(site):

@@ -3,7 +3,8 @@
 The quoted files come from the excerpt lock.  A first-party kernel counts as executed
 when it is in the GEMM table (gemmglossary.kernels), which
 test_load_kernel.py runs on every backend; an MLX header counts when
-kernels/steel_gemm.metal includes it (transitively), which test_steel.py runs.
+kernels/steel_gemm.metal includes it (transitively, as the preprocessor answers,
+``#if`` honoured), which test_steel.py runs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from gemmglossary import paths
 from gemmglossary.mlx import steel as mlx_steel
 from gemmglossary.kernels import KERNELS
-from gemmglossary.metal.includes import included_files
+from gemmglossary.msl.includes import included_files
 
 
 def quoted_files() -> set:
@@ -25,7 +26,7 @@ def executed_files() -> set:
     executed = {spec.path.resolve() for spec in KERNELS.values()}
     steel = mlx_steel.source_path()
     executed.add(steel.resolve())
-    executed |= included_files(steel.read_text(), mlx_steel.include_dirs(), base_dir=steel.parent)
+    executed |= included_files(steel, mlx_steel.include_dirs())
     return executed
 
 

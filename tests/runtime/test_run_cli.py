@@ -85,6 +85,16 @@ def test_compile_error_exits_1(tmp_path, monkeypatch, capsys):
         (["{k}", "--name", "matmul_tiled", "--beta", "1"], "--alpha/--beta apply to tiled_gemm only"),
         (["{k}", "--name", "matmul_tiled", "--threads", "1,1,1", "--threadgroups", "1,1,1"], "not allowed with"),
         (["{k}"], "required: --name"),
+        (["{k}", "--name", "matmul_tiled", "--shape", "-1,64,64"],
+         "argument --shape: expected M,N,K (three positive integers), got '-1,64,64'"),
+        (["{k}", "--name", "matmul_tiled", "--shape", "64,64"],
+         "argument --shape: expected M,N,K (three positive integers), got '64,64'"),
+        (["{k}", "--name", "matmul_tiled", "--M", "-3"], "argument --M: expected a positive integer, got '-3'"),
+        (["{k}", "--name", "matmul_tiled", "--tpg", "16.5,16"], "expected x,y,z integers, got '16.5,16'"),
+        (["{k}", "--name", "matmul_tiled", "--shape", "100000,100000,8"],
+         "C would have 10,000,000,000 elements, above the limit of 67,108,864"),
+        (["{k}", "--name", "matmul_tiled", "--shape", "4096,4096,4096", "--backend", "emulator"],
+         "M*N*K = 68,719,476,736 is above the emulator's limit of 8,589,934,592 (2048^3)"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
@@ -93,6 +103,19 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("gemmglossary run: "), err
     assert message in err
+
+
+def test_a_define_that_is_not_a_number_is_bad_input(capsys):
+    rc = main([kernel_path("matmul_simd_blocked"), "--name", "matmul_simd_blocked", "--define", "TM=two"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("gemmglossary run: -DTM='two' is not an integer"), err
+
+
+def test_limits_are_stated_in_the_help(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "limits: A, B and C of at most 67,108,864 elements each" in out
+    assert "on the emulator M*N*K of at most 2^33" in out
 
 
 def test_forcing_metal_off_apple_is_exit_2(monkeypatch, capsys):

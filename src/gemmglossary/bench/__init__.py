@@ -27,23 +27,17 @@ def _numpy_time(a, b, calls: int = 20) -> float:
 
 
 def _launcher(name: str):
-    import numpy as np
-
+    """Run kernel ``name`` on an n x n x n problem, bound and dispatched as its table row says."""
     from ..emulator import load_kernel
-    from ..paths import kernels_dir
+    from ..kernels import KERNELS
 
-    k = load_kernel(kernels_dir() / f"{name}.metal", name)
-    if name == "tiled_gemm":
-        gp = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("lda", "<u4"), ("ldb", "<u4"), ("ldc", "<u4"),
-                       ("alpha", "<f4"), ("beta", "<f4")])
+    spec = KERNELS[name]
+    k = load_kernel(spec.path, name)
 
-        def run(a, b, c, n, **kw):
-            p = np.array((n, n, n, n, n, n, 1.0, 0.0), dtype=gp)
-            k(a, b, c, p, threadgroups=((n + 63) // 64, (n + 63) // 64, 1), threads_per_threadgroup=(128, 1, 1), **kw)
-    else:
-        def run(a, b, c, n, **kw):
-            k(a, b, c, n, n, n, threadgroups=((n + 31) // 32, (n + 31) // 32, 1), threads_per_threadgroup=(128, 1, 1),
-              **kw)
+    def run(a, b, c, n, **kw):
+        d = spec.dispatch(n, n, n)
+        k(*spec.arguments(a, b, c), threadgroups=d.threadgroups,
+          threads_per_threadgroup=d.threads_per_threadgroup, **kw)
     return run
 
 
@@ -86,31 +80,53 @@ def bench_emulator(sizes=SIZES, kernels=KERNELS, repeats: int = 3, race_check: b
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print("usage: gemmglossary bench emulator [--sizes 128,256,512] [--repeats N] [--no-race-check]\n"
-              "       gemmglossary bench metal [...]")
-        return 0 if argv else 2
-    what, rest = argv[0], argv[1:]
-    if what == "metal":
-        try:
-            from . import metal as bench_metal
-        except ImportError:
-            print("cannot measure GPU speed here: no Apple GPU")
-            return 0
-        return int(bench_metal.main(rest) or 0)
-    if what != "emulator":
-        print(f"gemmglossary bench: unknown benchmark {what!r} (emulator, metal)", file=sys.stderr)
-        return 2
-    p = argparse.ArgumentParser(prog="gemmglossary bench emulator")
-    p.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    p.add_argument("--kernels", default=",".join(KERNELS))
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--no-race-check", action="store_true", help="skip the threadgroup-memory race check")
-    a = p.parse_args(rest)
-    rows = bench_emulator([int(s) for s in a.sizes.split(",")], a.kernels.split(","), a.repeats, not a.no_race_check)
+def register(subparsers) -> None:
+    from ..cli import subparser
+    from . import metal
+
+    p = subparser(subparsers, "bench", help="benchmarks: `bench emulator`, `bench metal`",
+                  description=__doc__.split("\n\n")[1])
+    sub = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    e = subparser(sub, "emulator", help="first-party kernels on the CPU emulator vs numpy's matmul")
+    e.add_argument("--sizes", default=",".join(map(str, SIZES)), type=_sizes, help="comma-separated square sizes")
+    e.add_argument("--kernels", default=",".join(KERNELS), type=_kernels, help="comma-separated kernel names")
+    e.add_argument("--repeats", type=int, default=3)
+    e.add_argument("--no-race-check", action="store_true", help="skip the threadgroup-memory race check")
+    e.set_defaults(func=_run_emulator)
+    metal.register(sub)
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(s) for s in text.split(",") if s]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive sizes, got {text!r}")
+    return sizes
+
+
+def _kernels(text: str) -> list[str]:
+    from ..kernels import KERNELS as TABLE
+
+    names = [k for k in text.split(",") if k]
+    unknown = [k for k in names if k not in TABLE]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown kernel(s) {', '.join(unknown) or repr(text)}; "
+                                         f"known: {', '.join(TABLE)}")
+    return names
+
+
+def _run_emulator(a) -> int:
+    rows = bench_emulator(a.sizes, a.kernels, a.repeats, not a.no_race_check)
     return 0 if all(r[-1] for r in rows) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``gemmglossary bench ARGV...``."""
+    from ..cli import run_command
+
+    return run_command("bench", argv)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ speed says nothing about a GPU's.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -69,13 +68,25 @@ def plot(results: dict[str, dict[int, float]], out: Path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="gemmglossary bench metal", description=__doc__.split("\n\n")[0])
+def register(subparsers) -> None:
+    from ..cli import subparser
+
+    p = subparser(subparsers, "metal", help="TFLOPS of the first-party kernels vs mx.matmul (Apple GPU)",
+                  description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="bench-metal.png", help="PNG plot path (default bench-metal.png)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated square sizes")
-    args = p.parse_args(argv)
+    p.set_defaults(func=run)
 
+
+def main(argv: list[str] | None = None) -> int:
+    """``gemmglossary bench metal ARGV...``."""
+    from ..cli import run_command
+
+    return run_command("bench metal", argv)
+
+
+def run(args) -> int:
     from ..runtime.selection import metal_status
 
     ok, reason = metal_status()

@@ -1,7 +1,8 @@
 """The mkdocs hook (registered by docs/.hooks/excerpts.py).
 
 - ``on_config``: materialize the pinned MLX files (``gemmglossary.vendor.ensure``), so a
-  fresh checkout builds without a separate step.
+  fresh checkout builds without a separate step; a vendored file that differs from its
+  pin stops the build with its name (it is never silently restored).
 - ``on_files``: check every excerpt of the pages being built against the lock and fail
   the build (``PluginError``, also without ``--strict``) on any problem; publish each
   quoted first-party kernel as a static file at its repository path (``kernels/x.metal``).
@@ -37,7 +38,7 @@ def on_config(config):
     try:
         vendor.ensure()
     except vendor.VendorError as exc:
-        raise PluginError(f"cannot materialize the pinned MLX files the pages quote: {exc}") from None
+        raise PluginError(f"the MLX files the pages quote: {exc}") from None
     # `mkdocs serve` shows published kernels as text instead of offering a download.
     mimetypes.add_type("text/plain", ".metal")
     # `mkdocs serve` rebuilds when a kernel or the lock changes, not only the pages.
@@ -90,7 +91,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     cache = FileCache(project_root())
     problems = [
         q for b in blocks for q in check_excerpt(src_uri, b, cache, None).problems
-        if q.kind in {"malformed", "missing-file", "range"}
+        if q.kind in {"malformed", "missing-file", "vendored", "range"}
     ]
     if problems:
         raise _fail(f"cannot expand the kernel excerpts of docs/{src_uri}", problems)

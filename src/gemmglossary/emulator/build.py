@@ -94,7 +94,9 @@ def runtime_object() -> Path:
     return out
 
 
-def preprocess(source: str, filename: str, include_dirs: list[str], defines: dict | None) -> str:
+def preprocessor_command(include_dirs: list[str], defines: dict | None) -> list[str]:
+    """The host preprocessor as the emulator runs it (stub <metal_*> headers, Metal's
+    predefined macros, -I and -D), without the input; msl.includes asks it too."""
     cxx, _ = compiler()
     args = [cxx, "-E", "-x", "c++", "-std=c++17", "-nostdinc++", "-I", str(STAGE1_DIR),
             "-D__METAL_VERSION__=300", "-D__METAL__=1", "-D__HAVE_SIMDGROUP_MATRIX__=1"]
@@ -107,6 +109,11 @@ def preprocess(source: str, filename: str, include_dirs: list[str], defines: dic
             args.append(f"-D{k}=0")
         else:
             args.append(f"-D{k}={v}")
+    return args
+
+
+def preprocess(source: str, filename: str, include_dirs: list[str], defines: dict | None) -> str:
+    args = preprocessor_command(include_dirs, defines)
     if filename.startswith("<"):
         args.append("-")
         r = subprocess.run(args, input=source, capture_output=True, text=True)

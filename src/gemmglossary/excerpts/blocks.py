@@ -1,15 +1,18 @@
 """Find excerpt blocks in a page.
 
 An excerpt block is a fenced block with the language ``metal`` whose only content is
-one pymdownx.snippets line naming a line range::
+one excerpt line naming a line range of a file (the ``--8<--`` syntax of
+pymdownx.snippets, which the hook expands itself)::
 
     ```metal annotate="36 44" hl_lines="40"
     --8<-- "kernels/matmul_tiled.metal:31:52"
     ```
 
-Other fenced blocks are skipped whole (so a ``markdown`` block that *shows* the syntax
-is not mistaken for an excerpt). Line numbers in ``annotate`` and ``hl_lines`` are the
-quoted file's own numbers.
+Line numbers in ``annotate`` and ``hl_lines`` are the quoted file's own numbers.
+
+Nothing else expands an excerpt line, so one anywhere else (outside any fence, or in a
+fence of another language) would show as text where a writer expected code: it is
+reported as a *stray* excerpt line. A ``markdown`` or ``text`` fence may show the syntax.
 """
 
 from __future__ import annotations
@@ -18,16 +21,15 @@ import re
 from dataclasses import dataclass, field
 
 LANG = "metal"
-SNIPPET_MARK = "--8<--"
+EXCERPT_MARK = "--8<--"
+#: Fence languages in which an excerpt line is shown, not quoted.
+SHOWN_IN = frozenset({"markdown", "md", "text", "txt"})
 
 _OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>.*?)[ \t]*$")
-_SNIPPET = re.compile(r"""^--8<--[ \t]+(?P<q>["'])(?P<spec>.*)(?P=q)[ \t]*$""")
+_EXCERPT_LINE = re.compile(r"""^--8<--[ \t]+(?P<q>["'])(?P<spec>.*)(?P=q)[ \t]*$""")
 _SPEC = re.compile(r"^(?P<file>.+?):(?P<start>-?\d+):(?P<end>-?\d+)$")
 _ATTR = re.compile(r"""(?P<key>[\w-]+)=(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s"']+))""")
 _LIST_ITEM = re.compile(r"^(?P<indent>[ \t]*)\d+[.)][ \t]+\S")
-
-#: The attributes the hook sets itself; an author may only repeat the right values.
-GENERATED_ATTRS = ("linenums", "title")
 
 
 @dataclass
@@ -36,11 +38,11 @@ class Block:
 
     open_index: int
     close_index: int | None  # None: the fence is never closed
-    snippet_index: int
+    line_index: int  # of the excerpt line
     indent: str
     fence: str
     attrs: list[tuple[str, str]]  # in the author's order; values unquoted
-    snippet: str  # the snippet line, stripped
+    excerpt_line: str  # the --8<-- line, stripped
     file: str | None = None
     start: int | None = None
     end: int | None = None
@@ -50,8 +52,8 @@ class Block:
 
     @property
     def page_line(self) -> int:
-        """1-based page line of the snippet line (where messages point)."""
-        return self.snippet_index + 1
+        """1-based page line of the excerpt line (where messages point)."""
+        return self.line_index + 1
 
     def attr(self, key: str) -> str | None:
         for k, v in self.attrs:
@@ -85,15 +87,34 @@ def parse_numbers(value: str | None, *, ranges: bool) -> NumberList:
     return out
 
 
-def parse_snippet(line: str) -> tuple[str | None, int | None, int | None, str | None]:
+@dataclass
+class StrayLine:
+    """An excerpt line outside an excerpt block (0-based page line)."""
+
+    index: int
+    text: str
+    fence_lang: str | None  # None: outside any fence
+
+    @property
+    def page_line(self) -> int:
+        return self.index + 1
+
+    @property
+    def where(self) -> str:
+        if self.fence_lang is None:
+            return "outside any fence"
+        return f"in a {self.fence_lang!r} fence" if self.fence_lang else "in a fence without a language"
+
+
+def parse_excerpt_line(line: str) -> tuple[str | None, int | None, int | None, str | None]:
     """Parse ``--8<-- "path:start:end"`` → (file, start, end, error)."""
     text = line.strip()
-    m = _SNIPPET.match(text)
+    m = _EXCERPT_LINE.match(text)
     spec = m.group("spec") if m else None
     s = _SPEC.match(spec) if spec is not None else None
     if not s:
         return None, None, None, (
-            f"malformed snippet line {text!r}: expected {SNIPPET_MARK} \"path:start:end\" "
+            f"malformed excerpt line {text!r}: expected {EXCERPT_MARK} \"path:start:end\" "
             "(path relative to the repository root, 1-based inclusive line numbers)"
         )
     return s.group("file").strip(), int(s.group("start")), int(s.group("end")), None
@@ -140,14 +161,17 @@ def _count_list_items(lines: list[str], after: int, indent: str) -> int | None:
     return count or None
 
 
-def find_blocks(markdown: str) -> list[Block]:
-    """Every excerpt block of a page, in page order."""
+def scan(markdown: str) -> tuple[list[Block], list[StrayLine]]:
+    """Every excerpt block of a page, and every stray excerpt line, in page order."""
     lines = markdown.split("\n")
     blocks: list[Block] = []
+    strays: list[StrayLine] = []
     i = 0
     while i < len(lines):
         m = _OPEN.match(lines[i])
         if not m or (m.group("fence")[0] == "`" and "`" in m.group("info")):
+            if lines[i].strip().startswith(EXCERPT_MARK):
+                strays.append(StrayLine(i, lines[i].strip(), None))
             i += 1
             continue
         fence = m.group("fence")
@@ -156,29 +180,36 @@ def find_blocks(markdown: str) -> list[Block]:
         lang, attrs, extra = _parse_info(m.group("info"))
         body_end = close if close is not None else len(lines)
         body = [(j, lines[j]) for j in range(i + 1, body_end) if lines[j].strip()]
-        has_snippet = any(text.strip().startswith(SNIPPET_MARK) for _, text in body)
-        if lang == LANG and has_snippet:
-            snippet_index, snippet = next((j, t) for j, t in body if t.strip().startswith(SNIPPET_MARK))
+        marked = [(j, t) for j, t in body if t.strip().startswith(EXCERPT_MARK)]
+        if lang == LANG and marked:
+            line_index, excerpt_line = marked[0]
             block = Block(
                 open_index=i,
                 close_index=close,
-                snippet_index=snippet_index,
+                line_index=line_index,
                 indent=m.group("indent"),
                 fence=fence,
                 attrs=attrs,
-                snippet=snippet.strip(),
+                excerpt_line=excerpt_line.strip(),
                 extra_attr_text=extra,
             )
-            block.file, block.start, block.end, block.error = parse_snippet(snippet)
+            block.file, block.start, block.end, block.error = parse_excerpt_line(excerpt_line)
             if close is None:
                 block.error = f"the fence opened on line {i + 1} is never closed"
             elif len(body) != 1:
                 block.error = (
-                    "an excerpt block must contain only its snippet line "
+                    "an excerpt block must contain only its excerpt line "
                     f"(found {len(body)} non-blank lines)"
                 )
             else:
                 block.list_items = _count_list_items(lines, close, block.indent)
             blocks.append(block)
+        elif lang.lower() not in SHOWN_IN:
+            strays += [StrayLine(j, t.strip(), lang) for j, t in marked]
         i = (close if close is not None else len(lines)) + 1
-    return blocks
+    return blocks, strays
+
+
+def find_blocks(markdown: str) -> list[Block]:
+    """Every excerpt block of a page, in page order."""
+    return scan(markdown)[0]

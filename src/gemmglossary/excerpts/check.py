@@ -1,18 +1,26 @@
 """Compare pages, kernel files and the lock; report each problem precisely.
 
-Every problem names the page line of the snippet (``docs/<page>:<line>``), the file and
-the range, and says what to do. :func:`check` is what ``gemmglossary excerpts check``,
+Every problem names the page line of the excerpt line (``docs/<page>:<line>``), the file
+and the range, and says what to do. :func:`check` is what ``gemmglossary excerpts check``,
 the tests and the mkdocs hook run.
+
+A quoted MLX file is first checked against its pin in ``kernels/vendor.toml``: an edited
+copy is reported as such (``gemmglossary vendor`` restores it), never as an excerpt whose
+text changed, which would invite locking the edit.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from .. import vendor
 from ..paths import project_root
-from .blocks import Block, find_blocks, parse_numbers
-from .lock import LOCK_NAME, Entry, file_lines, hash_lines, lock_path, read_lock
+from . import transaction
+from .blocks import Block, StrayLine, parse_numbers, scan
+from .lock import LOCK_NAME, RESTORE, Entry, file_lines, hash_lines, line_hash, lock_path, read_lock
 
 VENDOR_PREFIX = "kernels/vendor/"
 UPDATE = "run `gemmglossary excerpts update`"
@@ -34,16 +42,20 @@ def expected_title(file: str, start: int, end: int) -> str:
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # malformed, missing-file, range, attrs, unlocked, moved, changed, unused
+    # malformed, stray, missing-file, vendored, range, attrs, unlocked, moved,
+    # moved-changed, changed, unused, no-lock, interrupted
+    kind: str
     message: str
-    page: str | None = None  # relative to docs/
-    line: int | None = None  # page line of the snippet line
+    page: str | None = None  # relative to docs/; None: a problem of the lock itself
+    line: int | None = None  # page line of the excerpt line
     file: str | None = None
     start: int | None = None
     end: int | None = None
     new_range: tuple[int, int] | None = None
 
     def __str__(self) -> str:
+        if self.page is None:
+            return f"{LOCK_NAME}: {self.message}"
         if self.kind == "unused":
             where = f"{LOCK_NAME}: docs/{self.page}"
         else:
@@ -68,6 +80,7 @@ class Excerpt:
     sha256: str | None = None  # of the quoted lines
     locked: Entry | None = None
     new_range: tuple[int, int] | None = None  # where the locked lines stand now
+    moved_and_changed: bool = False  # new_range found by the surviving lines only
 
     @property
     def key(self) -> tuple[str, str, int, int] | None:
@@ -98,32 +111,39 @@ class Report:
 
 
 class FileCache:
-    """Reads each quoted file once per check."""
+    """Reads each quoted file once per check (a vendored one after checking its pin)."""
 
     def __init__(self, root: Path):
         self.root = root
-        self._cache: dict[str, tuple[list[str] | None, str | None]] = {}
+        self._cache: dict[str, tuple[list[str] | None, tuple[str, str] | None]] = {}
 
-    def lines(self, file: str) -> tuple[list[str] | None, str | None]:
-        """(lines, None) or (None, why the file cannot be read)."""
+    def lines(self, file: str) -> tuple[list[str] | None, tuple[str, str] | None]:
+        """(lines, None) or (None, (problem kind, why the file cannot be quoted))."""
         if file not in self._cache:
             self._cache[file] = self._read(file)
         return self._cache[file]
 
-    def _read(self, file: str) -> tuple[list[str] | None, str | None]:
+    def _read(self, file: str) -> tuple[list[str] | None, tuple[str, str] | None]:
         pure = PurePosixPath(file)
         if pure.is_absolute() or ".." in pure.parts or "\\" in file:
-            return None, "the path must be relative to the repository root, without `..`"
+            return None, ("missing-file", "the path must be relative to the repository root, without `..`")
         path = self.root / file
         if not path.is_file():
             hint = ""
             if file.startswith(VENDOR_PREFIX):
                 hint = " (MLX files are materialized by `gemmglossary vendor`; is the file pinned in kernels/vendor.toml?)"
-            return None, f"missing file: no {file} in the repository{hint}"
+            return None, ("missing-file", f"missing file: no {file} in the repository{hint}")
+        if file.startswith(VENDOR_PREFIX):
+            try:
+                why = vendor.check_file(path)
+            except vendor.VendorError as exc:
+                why = str(exc)
+            if why is not None:
+                return None, ("vendored", why)
         try:
             return file_lines(path.read_text(encoding="utf-8")), None
         except UnicodeDecodeError as exc:
-            return None, f"{file} is not UTF-8 text ({exc})"
+            return None, ("missing-file", f"{file} is not UTF-8 text ({exc})")
 
 
 def find_moved(lines: list[str], sha256: str, length: int, near: int) -> tuple[int, int] | None:
@@ -136,6 +156,45 @@ def find_moved(lines: list[str], sha256: str, length: int, near: int) -> tuple[i
         return None
     best = min(hits, key=lambda s: (abs(s - near), s))
     return best, best + length - 1
+
+
+def _distinctive(line: str) -> bool:
+    """A line that can anchor a block: not blank, not only braces and punctuation."""
+    return any(c.isalnum() for c in line)
+
+
+def find_moved_and_changed(lines: list[str], entry: Entry) -> tuple[int, int, int] | None:
+    """Where the locked block stands now when it moved *and* changed: found by the
+    lines that survived (the lock's per-line hashes). (start, end, unchanged lines), or
+    None when fewer than half of its lines, or none that is distinctive, survive."""
+    old = list(entry.lines)
+    n = len(old)
+    if not n or n != entry.end - entry.start + 1:
+        return None
+    now = [line_hash(t) for t in lines]
+    where: dict[str, list[int]] = {}
+    for j, h in enumerate(now):
+        where.setdefault(h, []).append(j)
+    votes: Counter[int] = Counter()
+    for i, h in enumerate(old):
+        for j in where.get(h, ()):
+            votes[j - i] += 1.0 / len(where[h])  # a line found once votes with full weight
+    if not votes:
+        return None
+    offset = min(votes, key=lambda d: (-votes[d], abs(d - (entry.start - 1))))
+    kept = [i for i, h in enumerate(old) if 0 <= i + offset < len(now) and now[i + offset] == h]
+    if 2 * len(kept) < n or not any(_distinctive(lines[i + offset]) for i in kept):
+        return None
+    # Lines added or removed inside the block: align the two versions around the offset.
+    lo, hi = max(0, offset - n), min(len(now), offset + 2 * n)
+    blocks = [b for b in difflib.SequenceMatcher(None, old, now[lo:hi], autojunk=False).get_matching_blocks()
+              if b.size]
+    first, last = blocks[0], blocks[-1]
+    start = lo + first.b - first.a
+    end = lo + last.b + last.size - 1 + (n - last.a - last.size)
+    start, end = max(0, start), min(len(now) - 1, end)
+    unchanged = sum(b.size for b in blocks)
+    return start + 1, end + 1, unchanged
 
 
 def _attr_problems(ex: Excerpt, p) -> None:
@@ -178,7 +237,7 @@ def check_excerpt(page: str, block: Block, files: FileCache, lock: dict | None) 
         return ex
     lines, why = files.lines(b.file)
     if lines is None:
-        ex.problems.append(p("missing-file", why))
+        ex.problems.append(p(*why))
         return ex
     range_ok = False
     if b.start < 1 or b.end < 1:
@@ -208,6 +267,17 @@ def check_excerpt(page: str, block: Block, files: FileCache, lock: dict | None) 
             ex.problems = [q for q in ex.problems if q.kind != "range"]
         ex.problems.append(p("moved", f"moved: now at lines {a}–{z}; {UPDATE}",
                              ex.new_range))
+        return ex
+    found = find_moved_and_changed(lines, ex.locked)
+    if found and (found[0], found[1]) != (b.start, b.end):
+        a, z, kept = found
+        ex.new_range = (a, z)
+        ex.moved_and_changed = True
+        ex.problems = [q for q in ex.problems if q.kind != "range"]
+        ex.problems.append(p("moved-changed", f"moved and changed: the block now seems to stand at "
+                             f"{span(a, z)} ({kept} of {len(ex.locked.lines)} lines unchanged); "
+                             f"{UPDATE} to re-anchor the page there, review it, then relock with "
+                             "`--accept-changes`", ex.new_range))
     elif range_ok:
         ex.problems.append(p("changed", f"text changed; {ACCEPT}"))
     return ex
@@ -224,6 +294,23 @@ def docs_pages(docs_dir: Path) -> dict[str, Path]:
     return pages
 
 
+def read_pages(docs_dir: Path) -> tuple[dict[str, str], list[Problem]]:
+    """The text of every page under docs/, and a problem for each that cannot be read."""
+    pages, problems = {}, []
+    for rel, path in docs_pages(docs_dir).items():
+        try:
+            pages[rel] = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(Problem("malformed", f"not UTF-8 text ({exc.reason} at byte {exc.start})", rel, 1))
+    return pages, problems
+
+
+def _stray_problem(page: str, stray: StrayLine) -> Problem:
+    return Problem("stray", f"excerpt line {stray.text!r} {stray.where} is not quoted: nothing expands "
+                            "it there. An excerpt is a ```metal fenced block holding only this line "
+                            "(a ```markdown or ```text fence shows the syntax)", page, stray.page_line)
+
+
 def check(
     root: Path | None = None,
     *,
@@ -231,21 +318,31 @@ def check(
     pages: dict[str, str] | None = None,
     entries: list[Entry] | None = None,
 ) -> Report:
-    """Check every excerpt of ``pages`` (page → markdown; default: all of docs/)."""
+    """Check every excerpt of ``pages`` (page → markdown; default: all of docs/) against
+    ``entries`` (default: the lock file)."""
     root = root or project_root()
     docs_dir = docs_dir or root / "docs"
+    problems: list[Problem] = []
+    if transaction.pending(root):
+        problems.append(Problem("interrupted", "an `excerpts update` was interrupted while writing the pages "
+                                "and the lock; run `gemmglossary excerpts update` to finish it"))
     if pages is None:
-        pages = {rel: path.read_text(encoding="utf-8") for rel, path in docs_pages(docs_dir).items()}
+        pages, unreadable = read_pages(docs_dir)
+        problems += unreadable
+    no_lock = entries is None and not lock_path(root).exists()
     if entries is None:
         entries = read_lock(lock_path(root))
-    lock = {e.key: e for e in entries}
+    lock = None if no_lock else {e.key: e for e in entries}
     files = FileCache(root)
-    excerpts = [
-        check_excerpt(page, block, files, lock)
-        for page, text in sorted(pages.items())
-        for block in find_blocks(text)
-    ]
-    problems = [q for ex in excerpts for q in ex.problems]
+    excerpts = []
+    for page, text in sorted(pages.items()):
+        blocks, strays = scan(text)
+        excerpts += [check_excerpt(page, block, files, lock) for block in blocks]
+        problems += [_stray_problem(page, stray) for stray in strays]
+    problems += [q for ex in excerpts for q in ex.problems]
+    if no_lock and excerpts:
+        problems.append(Problem("no-lock", f"missing: nothing to check the {len(excerpts)} excerpts against; "
+                                           f"{RESTORE}"))
     used = {ex.key for ex in excerpts}
     for e in sorted(set(entries)):
         if e.key not in used:

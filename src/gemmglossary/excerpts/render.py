@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..msl.lexer import Tok, assign_lines, tokenize
 from .blocks import Block, find_blocks, parse_numbers
 from .check import expected_title, span
 
@@ -26,42 +27,37 @@ from .check import expected_title, span
 _OWN_ATTRS = {"annotate", "hl_lines", "linenums", "title"}
 
 
-def comment_states(lines: list[str]) -> list[tuple[bool, bool]]:
-    """Per line: (ends inside a /* */ comment, has a trailing // comment).
-
-    A small scanner over C++ lexical structure (strings, chars, both comment kinds);
-    enough to place annotation markers correctly.
-    """
+def _comments(text: str) -> list[Tok]:
+    """The comment tokens of ``text`` with their lines, those inside a preprocessor
+    directive (``#include <x>  // why``) included."""
+    toks = tokenize(text)
+    assign_lines(toks, "")
     out = []
-    in_block = False
-    for line in lines:
-        i, n, line_comment = 0, len(line), False
-        quote = None
-        while i < n:
-            c = line[i]
-            if in_block:
-                if line.startswith("*/", i):
-                    in_block = False
-                    i += 2
-                    continue
-            elif quote:
-                if c == "\\":
-                    i += 2
-                    continue
-                if c == quote:
-                    quote = None
-            elif line.startswith("//", i):
-                line_comment = True
-                break
-            elif line.startswith("/*", i):
-                in_block = True
-                i += 2
-                continue
-            elif c in "\"'":
-                quote = c
-            i += 1
-        out.append((in_block, line_comment))
+    for t in toks:
+        if t.kind == "comment":
+            out.append(t)
+        elif t.kind == "pp":
+            inner = tokenize(t.text[1:])
+            assign_lines(inner, "")
+            out += [Tok(x.kind, x.text, x.line + t.line - 1) for x in inner if x.kind == "comment"]
     return out
+
+
+def comment_states(lines: list[str]) -> list[tuple[bool, bool]]:
+    """Per line: (ends inside a /* */ comment, has a trailing // comment), read with the
+    project's tokenizer (strings, character literals and directives understood)."""
+    in_block = [False] * len(lines)
+    line_comment = [False] * len(lines)
+    for t in _comments("\n".join(lines) + "\n"):
+        if t.text.startswith("//"):
+            line_comment[t.line - 1] = True
+            continue
+        last = t.line + t.text.count("\n")
+        closed = t.text.endswith("*/") and len(t.text) >= 4
+        for n in range(t.line, last if closed else last + 1):
+            if n <= len(lines):
+                in_block[n - 1] = True
+    return list(zip(in_block, line_comment))
 
 
 def add_markers(line: str, numbers: list[int], in_block: bool, line_comment: bool) -> str:

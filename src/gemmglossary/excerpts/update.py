@@ -1,13 +1,18 @@
 """``gemmglossary excerpts update``: re-anchor moved excerpts and rewrite the lock.
 
 - An excerpt whose locked text now stands elsewhere in its file is re-anchored: the
-  page's snippet line gets the new range, and its ``annotate``/``hl_lines`` numbers
+  page's excerpt line gets the new range, and its ``annotate``/``hl_lines`` numbers
   shift by the same offset.
+- An excerpt that moved *and* changed is found by its surviving lines and re-anchored
+  there, but not relocked, even with ``accept_changes``: the run shows the new range,
+  the writer reviews it, and a later ``--accept-changes`` relocks it.
 - New excerpts are added to the lock; lock entries no page uses are dropped.
-- Changed text is relocked only with ``accept_changes`` (and listed).
+- Changed text is relocked only with ``accept_changes`` (and listed). Without a lock
+  file every excerpt would be "new": then nothing is locked without ``accept_changes``.
 
-Pages and the lock are written atomically, and concurrent runs on one checkout are
-serialized, so docs writers may run it while others edit pages.
+The pages and the lock are written together or not at all (:mod:`.transaction`), a
+page edited while the update ran is never overwritten, and concurrent runs on one
+checkout are serialized, so docs writers may run it while others edit pages.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import project_root
+from . import transaction
 from .blocks import Block
-from .check import Report, check, docs_pages, expected_title, span
-from .lock import Entry, exclusive, lock_path, read_lock, write_lock, write_text_atomic
+from .check import Excerpt, Report, check, expected_title, read_pages, span
+from .lock import LOCK_NAME, RESTORE, Entry, dumps, exclusive, line_hash, lock_path, read_lock
 
 
 @dataclass
@@ -45,10 +51,10 @@ def _replace_attr(info_line: str, key: str, new_value: str) -> str:
 def reanchor(lines: list[str], block: Block, new_start: int, new_end: int) -> None:
     """Rewrite one block of a page (in place) to quote ``new_start..new_end``."""
     offset = new_start - block.start
-    snippet_line = lines[block.snippet_index]
+    excerpt_line = lines[block.line_index]
     pattern = rf":{block.start}:{block.end}(?=[\"'][ \t]*$)"
-    lines[block.snippet_index], n = re.subn(pattern, f":{new_start}:{new_end}", snippet_line, count=1)
-    assert n == 1, snippet_line  # find_blocks parsed exactly this shape
+    lines[block.line_index], n = re.subn(pattern, f":{new_start}:{new_end}", excerpt_line, count=1)
+    assert n == 1, excerpt_line  # find_blocks parsed exactly this shape
     info = lines[block.open_index]
     for key in ("annotate", "hl_lines"):
         if (value := block.attr(key)) is not None:
@@ -60,36 +66,64 @@ def reanchor(lines: list[str], block: Block, new_start: int, new_end: int) -> No
     lines[block.open_index] = info
 
 
-def _reanchor_pages(root: Path, docs_dir: Path, entries: list[Entry],
-                    result: UpdateResult) -> tuple[set, set]:
-    """Rewrite pages whose excerpts moved; return the (new, old) keys of re-anchored excerpts."""
-    moved_keys, old_keys = set(), set()
-    for page, path in docs_pages(docs_dir).items():
-        text = path.read_text(encoding="utf-8")
-        report = check(root, docs_dir=docs_dir, pages={page: text}, entries=entries)
-        moved = [ex for ex in report.excerpts if ex.new_range and ex.locked is not None]
-        if not moved:
+def _entry(ex: Excerpt, start: int, end: int, sha256: str, lines: tuple[str, ...]) -> Entry:
+    return Entry(ex.page, ex.block.file, start, end, sha256, lines)
+
+
+def _where(ex: Excerpt) -> str:
+    b = ex.block
+    return f"docs/{ex.page}:{b.page_line}: {b.file} {span(b.start, b.end)}"
+
+
+def _plan(report: Report, entries: list[Entry], pages: dict[str, str], accept_changes: bool,
+          result: UpdateResult) -> tuple[dict[str, list[str]], dict[tuple, Entry]]:
+    """(new lines of each page to rewrite, new lock entries by key), actions in ``result``."""
+    rewritten: dict[str, list[str]] = {}
+    new_entries: dict[tuple, Entry] = {}
+    moved_from: set[tuple] = set()
+    for ex in report.excerpts:
+        key, old, b = ex.key, ex.locked, ex.block
+        if key is None:
             continue
-        lines = text.split("\n")
-        new_keys, page_old_keys, page_actions = set(), set(), []
-        for ex in moved:
+        if ex.new_range and old is not None:
             a, z = ex.new_range
-            b = ex.block
-            reanchor(lines, b, a, z)
-            new_keys.add((page, b.file, a, z))
-            page_old_keys.add(ex.key)
-            page_actions.append(
-                f"re-anchored docs/{page}:{b.page_line}: {b.file} {span(b.start, b.end)} → {span(a, z)}"
-            )
-        # The page may have been edited since we read it: only write over what we read.
-        if path.read_text(encoding="utf-8") != text:
-            result.refused.append(f"docs/{page}: changed while updating; run the update again")
+            reanchor(rewritten.setdefault(ex.page, pages[ex.page].split("\n")), b, a, z)
+            moved_from.add(key)
+            if ex.moved_and_changed:  # moving it accepts nothing: the old hashes go along
+                new_entries.setdefault((ex.page, b.file, a, z), _entry(ex, a, z, old.sha256, old.lines))
+                result.actions.append(f"re-anchored {_where(ex)} → {span(a, z)}, where the block now "
+                                      "seems to stand (moved and changed)")
+                result.refused.append(f"docs/{ex.page}:{b.page_line}: {b.file} {span(a, z)}: moved and "
+                                      "changed; re-anchored but not relocked: review the page, then "
+                                      "`gemmglossary excerpts update --accept-changes`")
+            else:
+                new_entries.setdefault((ex.page, b.file, a, z), _entry(ex, a, z, old.sha256, old.lines))
+                result.actions.append(f"re-anchored {_where(ex)} → {span(a, z)}")
             continue
-        write_text_atomic(path, "\n".join(lines))
-        moved_keys |= new_keys
-        old_keys |= page_old_keys
-        result.actions.extend(page_actions)
-    return moved_keys, old_keys
+        if key in new_entries:
+            continue
+        if ex.sha256 is None:  # invalid range, missing or edited file: keep what the lock had
+            if old is not None:
+                new_entries[key] = old
+            continue
+        current = _entry(ex, b.start, b.end, ex.sha256, tuple(line_hash(t) for t in ex.lines))
+        if old is None:
+            new_entries[key] = current
+            result.actions.append(f"added {_where(ex)}")
+        elif old.sha256 == ex.sha256:
+            new_entries[key] = current  # the same text (with per-line hashes, if the lock lacked them)
+        elif accept_changes:
+            new_entries[key] = current
+            result.actions.append(f"accepted changed text of {_where(ex)}")
+        else:
+            new_entries[key] = old
+            result.refused.append(f"{_where(ex)}: text changed; not relocked without --accept-changes "
+                                  "(review the page first)")
+    for e in sorted(set(entries)):
+        if e.key in new_entries or e.key in moved_from:
+            continue
+        result.actions.append(f"dropped unused lock entry docs/{e.page}: {e.file} {span(e.start, e.end)}")
+    return rewritten, new_entries
 
 
 def update(root: Path | None = None, *, accept_changes: bool = False,
@@ -98,47 +132,36 @@ def update(root: Path | None = None, *, accept_changes: bool = False,
     docs_dir = docs_dir or root / "docs"
     result = UpdateResult()
     with exclusive(root):
+        for target in transaction.recover(root):
+            result.actions.append(f"finished an interrupted update: wrote {target}")
         path = lock_path(root)
+        if not path.exists() and not accept_changes:
+            result.refused.append(f"{LOCK_NAME}: missing, so every excerpt would be locked as it is now; "
+                                  f"nothing written: {RESTORE}")
+            result.report = check(root, docs_dir=docs_dir)
+            return result
         entries = read_lock(path)
-        moved_keys, old_keys = _reanchor_pages(root, docs_dir, entries, result)
-        report = check(root, docs_dir=docs_dir, entries=entries)
-        locked = {e.key: e for e in entries}
-        new_entries: dict[tuple, Entry] = {}
-        for ex in report.excerpts:
-            key = ex.key
-            if key is None or key in new_entries:
-                continue
-            b = ex.block
-            where = f"docs/{ex.page}:{b.page_line}: {b.file} {span(b.start, b.end)}"
-            old = locked.get(key)
-            if ex.sha256 is None:  # range or file invalid: keep what the lock had
-                if old is not None:
-                    new_entries[key] = old
-                continue
-            current = Entry(ex.page, b.file, b.start, b.end, ex.sha256)
-            if old is None:
-                new_entries[key] = current
-                if key not in moved_keys:
-                    result.actions.append(f"added {where}")
-            elif old.sha256 == ex.sha256:
-                new_entries[key] = old
-            elif ex.new_range is not None:
-                new_entries[key] = old  # moved, but the page could not be rewritten
-            elif accept_changes:
-                new_entries[key] = current
-                result.actions.append(f"accepted changed text of {where}")
-            else:
-                new_entries[key] = old
-                result.refused.append(
-                    f"{where}: text changed; not relocked without --accept-changes "
-                    "(review the page first)"
-                )
-        for e in sorted(set(entries)):
-            if e.key not in new_entries and e.key not in old_keys:
-                result.actions.append(f"dropped unused lock entry docs/{e.page}: {e.file} "
-                                      f"{span(e.start, e.end)}")
-        if write_lock(path, list(new_entries.values())):
-            result.actions.append(f"wrote {path.name} ({len(new_entries)} excerpts)")
+        pages, unreadable = read_pages(docs_dir)
+        report = check(root, docs_dir=docs_dir, pages=pages, entries=entries)
+        keep = [e for e in entries if any(q.page == e.page for q in unreadable)]
+        rewritten, new_entries = _plan(report, [e for e in entries if e not in keep], pages,
+                                       accept_changes, result)
+        writes = {}
+        for page, lines in rewritten.items():
+            page_path = docs_dir / page
+            # The page may have been edited since it was read: never write over an edit.
+            if page_path.read_text(encoding="utf-8") != pages[page]:
+                result.refused.append(f"docs/{page}: changed while updating; run the update again")
+                result.actions.clear()
+                result.report = check(root, docs_dir=docs_dir)
+                return result
+            writes[page_path] = "\n".join(lines)
+        final = list(new_entries.values()) + keep
+        text = dumps(final)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            writes[path] = text
+        transaction.commit(root, writes)
+        if path in writes:
+            result.actions.append(f"wrote {path.name} ({len(set(final))} excerpts)")
         result.report = check(root, docs_dir=docs_dir)
     return result
-

@@ -2,9 +2,9 @@
 
 Written to Apple's documented Metal API (MTLDevice, MTLLibrary, MTLFunction-
 ConstantValues, MTLComputePipelineState, MTLComputeCommandEncoder, MTLCommandBuffer)
-and to PyObjC's bridging of it.  It has NOT been run on these development machines
-(Linux, no Apple GPU); the macOS CI workflow (.github/workflows/test-macos.yml) is
-where it runs.
+and to PyObjC's bridging of it.  It has NOT been run by us: the development machines
+are Linux with no Apple GPU, and the macOS workflow (.github/workflows/test-macos.yml),
+written to run it, has never run either.
 
 Design:
 

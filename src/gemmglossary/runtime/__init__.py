@@ -10,9 +10,9 @@
   Metal device is reachable raises :class:`BackendUnavailable`.
 
 The metal paths are written to Apple's and MLX's documented APIs but cannot run on
-the Linux machines this project is developed on; the macOS workflow runs them on a
-hosted runner's virtual GPU, which cannot show everything (see
-.github/workflows/test-macos.yml).
+the Linux machines this project is developed on, and have never been run by us; the
+macOS workflow is written to run them on a hosted runner's virtual GPU, which cannot
+show everything (see .github/workflows/test-macos.yml), and is unverified.
 """
 
 from __future__ import annotations

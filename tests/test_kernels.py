@@ -1,0 +1,97 @@
+"""The kernel table (gemmglossary.kernels) against what each kernel file says.
+
+The table holds only the dispatch rule of each kernel's header comment; everything else
+is read from the file. These tests check the header comments against the table and the
+file, so the comment a reader sees, the table the tools use and the kernel agree.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from gemmglossary import paths
+from gemmglossary.kernels import KERNELS, BindError, GemmKernel, cdiv
+from gemmglossary.msl.expressions import evaluate
+
+_TPG = re.compile(r"threadgroup size (?:exactly )?(\S+) x (\S+) x (\S+)")
+_GRID = re.compile(r"dispatchThreadgroups\(ceil\(N/(\w+)\), ceil\(M/(\w+)\), 1\)")
+
+
+def header(spec: GemmKernel) -> str:
+    """The kernel's leading comment, without the comment markers."""
+    lines = []
+    for line in spec.source().splitlines():
+        if not line.startswith("//"):
+            break
+        lines.append(line[2:].strip())
+    return " ".join(lines)
+
+
+def test_every_first_party_gemm_kernel_is_in_the_table():
+    files = {p.stem for p in paths.kernels_dir().glob("*.metal")} - {"steel_gemm"}
+    assert files == set(KERNELS)
+
+
+@pytest.mark.parametrize("defines", [None, {"WM": 1, "WN": 4, "TM": 2, "TN": 1}], ids=["defaults", "-D"])
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_the_dispatch_line_of_the_header_comment_is_the_tables(name, defines):
+    spec = KERNELS[name]
+    text = header(spec)
+    tpg, grid = _TPG.search(text), _GRID.search(text)
+    assert tpg and grid, f"{spec.path}: no 'threadgroup size X x Y x Z' / 'dispatchThreadgroups(...)' line"
+    c = spec.constants(defines).values
+    d = spec.dispatch(100, 70, 9, defines)
+    assert d.threads_per_threadgroup == tuple(evaluate(e.strip("()"), c) for e in tpg.groups())
+    bn, bm = (evaluate(e, c) for e in grid.groups())
+    assert d.threadgroups == (cdiv(70, bn), cdiv(100, bm), 1)
+    if spec.max_total_threads(defines) is not None:  # the bound is the threadgroup it is written for
+        assert spec.max_total_threads(defines) == np.prod(d.threads_per_threadgroup)
+
+
+def test_the_params_comment_of_tiled_gemm_is_its_struct():
+    spec = KERNELS["tiled_gemm"]
+    text = header(spec)
+    m = re.search(r"numpy: (dtype\(\[.*?\]\))", text)
+    assert m, "the header comment shows the numpy dtype of GemmParams"
+    assert eval(m.group(1), {"dtype": np.dtype}) == spec.params_dtype
+    table = re.findall(r"offset\s+(\d+)\s+(uint|float)\s+(\w+)", text)
+    assert len(table) == len(spec.params_dtype.names) == 8
+    for offset, ctype, field in table:
+        dt, at = spec.params_dtype.fields[field]
+        assert (at, dt) == (int(offset), np.dtype("<u4" if ctype == "uint" else "<f4")), field
+    assert f"{spec.params_dtype.itemsize} bytes, no padding" in text
+
+
+def test_defaults_are_the_ifndef_lines():
+    assert KERNELS["tiled_gemm"].defaults() == {"WM": 2, "WN": 2, "TM": 4, "TN": 4, "BK": 16}
+    assert KERNELS["matmul_simd_blocked"].defaults() == {"WM": 2, "WN": 2, "TM": 4, "TN": 2, "BK": 16}
+    assert KERNELS["matmul_tiled"].defaults() == {}
+
+
+def test_arguments_follow_the_signature():
+    A, B, C = np.zeros((5, 3), np.float32), np.zeros((3, 4), np.float32), np.zeros((5, 4), np.float32)
+    a, b, c, *scalars = KERNELS["matmul_simd"].arguments(A, B, C)
+    assert a is A and b is B and c is C
+    assert scalars == [5, 4, 3] and all(s.dtype == np.uint32 for s in scalars)
+    *arrays, params = KERNELS["tiled_gemm"].arguments(A, B, C, alpha=2.0, beta=0.5)
+    assert params.dtype == KERNELS["tiled_gemm"].params_dtype
+    assert params.tolist() == (5, 4, 3, 3, 4, 4, 2.0, 0.5)
+    sub = KERNELS["tiled_gemm"].arguments(np.zeros((9, 8), np.float32), B, np.zeros((9, 6), np.float32), K=3)
+    assert sub[-1].tolist()[:6] == (9, 4, 3, 8, 4, 6)  # a block of wider arrays: lda, ldc
+    with pytest.raises(BindError, match="computes C = A\\*B"):
+        KERNELS["matmul_tiled"].arguments(A, B, C, beta=1.0)
+
+
+def test_a_parameter_the_table_cannot_fill_is_an_error(tmp_path, monkeypatch):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "odd.metal").write_text(
+        "kernel void odd(device float* A [[buffer(0)]], constant float& bias [[buffer(1)]]) {}\n")
+    monkeypatch.setenv("GEMMGLOSSARY_ROOT", str(tmp_path))
+    spec = GemmKernel("odd", tile=("BM", "BN"), threadgroup=(32, 1, 1))
+    with pytest.raises(BindError, match=r"odd.metal:1: cannot bind parameter 'constant float & bias'"):
+        spec.arguments(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
+    with pytest.raises(KeyError, match="BM is not a constant"):
+        spec.dispatch(1, 1, 1)
