@@ -121,12 +121,13 @@ for n, i in enumerate(at, 1):
 # ## Break it: padding threads return early
 #
 # A classic "optimisation": threads whose element of C lies outside the matrix return at
-# once. But they were needed for the cooperative load and at both barriers. Apple GPUs let
-# a returned thread skip later barriers, so nothing hangs; their tile elements are simply
-# never written, and the bottom and right tiles come out wrong. The emulator computes the
-# same wrong answer and warns twice: threads skipped a barrier by returning (which the
-# Metal specification does not even promise to allow), and threads read tile elements
-# that no thread wrote.
+# once. But they were needed for the cooperative load and at both barriers. What a GPU
+# does at a barrier that returned threads never reach is not documented; whether or not
+# it waits, their tile elements are never written, and the bottom and right tiles come
+# out wrong. The emulator lets such a barrier release for the threads still running,
+# computes that wrong answer and warns twice: threads skipped a barrier by returning
+# (which the Metal specification does not promise to allow), and threads read tile
+# elements that no thread wrote.
 
 # %%
 early = replace_once(source, "    float acc = 0.0f;\n",

@@ -1,14 +1,15 @@
 """Host side of MLX's steel GEMM: what MLX computes before it dispatches ``gemm``.
 
 This follows ``steel_matmul_regular_axpby`` and its callers (``steel_matmul_axpby``,
-``check_transpose``, ``collapse_batches``) in ``mlx/backend/metal/matmul.cpp`` of
-MLX v0.32.4 (https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp),
-and the parameter structs of ``steel/gemm/params.h``. It is our own restatement of
-those rules for the emulator and the tests; the kernel itself is MLX's, compiled
-from ``kernels/steel_gemm.metal``.
+``check_transpose``, ``collapse_batches``) in ``mlx/backend/metal/matmul.cpp`` at the MLX
+commit :mod:`.matmul` restates (0.32.2-dev; the 0.32.4 wheel ships no host source), and
+the parameter structs of ``steel/gemm/params.h`` (pinned wheel). The kernel name, the
+``swizzle_log`` and the launch grid come from :mod:`.matmul`, which says them once. It
+is our own restatement of those rules for the emulator and the tests; the kernel itself
+is MLX's, compiled from ``kernels/steel_gemm.metal``.
 
-MLX picks BM/BN/BK/WM/WN per device and shape; here the caller chooses one of the
-configurations instantiated in ``kernels/steel_gemm.metal``.
+MLX picks BM/BN/BK/WM/WN per device and shape (:func:`.matmul.route`); here the caller
+chooses one of the configurations instantiated in ``kernels/steel_gemm.metal``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..paths import kernels_dir, vendor_dir
+from . import matmul
 
 #: ``struct GEMMParams`` of steel/gemm/params.h, laid out as the Metal compiler does
 #: (natural alignment: the int64 strides start on an 8-byte boundary).
@@ -141,7 +143,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     has_batch = len(batch_shape) > 1
     do_axpby = use_out_source and (alpha != 1.0 or beta != 1.0)
     tn, tm = -(-N // bn), -(-M // bm)
-    swizzle_log = 0  # MLX 0.32.4 fixes it at 0 for this kernel ("explore device-based tuning")
+    swizzle_log = matmul.regular_swizzle_log(tm)
 
     params = np.zeros((), dtype=GEMM_PARAMS)
     params["M"], params["N"], params["K"] = M, N, K
@@ -168,15 +170,14 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
         buffers[2] = _buffer_view(c_b)
         buffers[5] = addmm
 
-    tile = 1 << swizzle_log
-    code = ("t" if transpose_a else "n") + ("t" if transpose_b else "n")
     tname = TYPE_NAMES[a.dtype]
+    threadgroups, threads = matmul.fused_grid(M, N, batch_size, config, swizzle_log)
     return SteelLaunch(
-        host_name=f"steel_gemm_fused_{code}_{tname}_{tname}_bm{bm}_bn{bn}_bk{bk}_wm{wm}_wn{wn}",
+        host_name=matmul.fused_kernel_name(transpose_a, transpose_b, tname, tname, config),
         function_constants={10: has_batch, 100: use_out_source, 110: do_axpby,
                             200: M % bm == 0, 201: N % bn == 0, 202: K % bk == 0},
         buffers=buffers,
-        threadgroups=(tn * tile, -(-tm // tile), batch_size),
-        threads_per_threadgroup=(32, wn, wm),
+        threadgroups=threadgroups,
+        threads_per_threadgroup=threads,
         out=out,
     )
