@@ -70,32 +70,6 @@ def get_block_dims(dim0: int, dim1: int, dim2: int, pow2: int = 10) -> tuple[int
     return (1 << pows[0], 1 << pows[1], 1 << pows[2])
 
 
-def buffer_view(x: np.ndarray) -> np.ndarray:
-    """The 1-D buffer a strided view lives in, starting at its first element (what MLX binds:
-    the array's data pointer plus its offset; the strides travel separately)."""
-    base = x
-    while isinstance(base.base, np.ndarray):
-        base = base.base
-    if base.flags.c_contiguous and np.shares_memory(base, x):
-        offset = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // x.itemsize
-        return base.reshape(-1).view(x.dtype)[offset:]
-    return np.ascontiguousarray(x).reshape(-1)
-
-
-def element_strides(x: np.ndarray) -> list[int]:
-    return [s // x.itemsize for s in x.strides]
-
-
-def is_row_contiguous(x: np.ndarray) -> bool:
-    """MLX's ``flags().row_contiguous``: dims of size 1 do not count."""
-    expected = 1
-    for n, s in zip(reversed(x.shape), reversed(element_strides(x))):
-        if n != 1 and s != expected:
-            return False
-        expected *= n
-    return True
-
-
 @dataclass
 class Launch:
     """One ``dispatch_threadgroups`` (``threadgroups``) or ``dispatch_threads`` (``threads``)."""

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from .device import DEFAULT_GPU, GPU
-from .launch import Launch, Plan, buffer_view, element_strides, is_row_contiguous, type_string
+from .launch import Launch, Plan, type_string
+from .layout import buffer_view, element_strides, is_row_contiguous
 
 SOURCE = "mlx_sdpa_vector.metal"
 #: (query head dim, value head dim) pairs the vector kernels are instantiated for in MLX.
