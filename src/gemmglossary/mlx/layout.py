@@ -35,13 +35,27 @@ def is_row_contiguous(x: np.ndarray) -> bool:
 
 def buffer_view(x: np.ndarray) -> np.ndarray:
     """The 1-D buffer a strided view lives in, starting at its first element."""
-    base = x
-    while isinstance(base.base, np.ndarray):
-        base = base.base
+    base, owner = x, x
+    while getattr(owner, "base", None) is not None:  # through views and as_strided's wrapper
+        owner = owner.base
+        if isinstance(owner, np.ndarray):
+            base = owner
     if base.flags.c_contiguous and np.shares_memory(base, x):
         offset = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // x.itemsize
         return base.reshape(-1).view(x.dtype)[offset:]
     return np.ascontiguousarray(x).reshape(-1)
+
+
+def broadcast_to(x: np.ndarray, shape) -> np.ndarray:
+    """A read-only view of ``x`` broadcast to ``shape`` as MLX broadcasts: only a dim that
+    grows (new, or from 1 to n > 1) gets stride 0; every other dim keeps its stride. (numpy's
+    own broadcast_to also zeroes the stride of a dim of size 1 that stays 1, which would
+    change what check_transpose sees.)"""
+    shape = tuple(int(n) for n in shape)
+    np.broadcast_shapes(x.shape, shape)  # raises for shapes that do not broadcast
+    lead = len(shape) - x.ndim
+    strides = [0] * lead + [0 if (n == 1 and t != 1) else s for n, t, s in zip(x.shape, shape[lead:], x.strides)]
+    return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
 
 
 def check_transpose(x: np.ndarray, is_vector: bool = False) -> tuple[bool, int, np.ndarray]:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .device import DEFAULT_GPU, GPU
 from .launch import Launch, Plan, type_string
-from .layout import buffer_view, element_strides, is_row_contiguous
+from .layout import broadcast_to, buffer_view, element_strides, is_row_contiguous
 
 SOURCE = "mlx_sdpa_vector.metal"
 #: (query head dim, value head dim) pairs the vector kernels are instantiated for in MLX.
@@ -146,7 +146,7 @@ def plan(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, mask=None
         array_mask = np.asarray(array_mask)
         if array_mask.dtype != np.bool_:
             array_mask = array_mask.astype(q.dtype)
-        array_mask = np.broadcast_to(array_mask, (B, n_q_heads, L, N))
+        array_mask = broadcast_to(array_mask, (B, n_q_heads, L, N))
         if _mask_needs_copy(array_mask, q.shape):
             array_mask = np.ascontiguousarray(array_mask)
     if sinks is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..paths import kernels_dir, vendor_dir
-from .layout import buffer_view, check_transpose, collapse_batches
+from .layout import broadcast_to, buffer_view, check_transpose, collapse_batches
 
 #: ``struct GEMMParams`` of steel/gemm/params.h, laid out as the Metal compiler does
 #: (natural alignment: the int64 strides start on an 8-byte boundary).
@@ -80,8 +80,8 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     bm, bn, bk, wm, wn = config
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], () if c is None else c.shape[:-2])
-    a_b = np.broadcast_to(a, (*batch, M, K))
-    b_b = np.broadcast_to(b, (*batch, K, N))
+    a_b = broadcast_to(a, (*batch, M, K))
+    b_b = broadcast_to(b, (*batch, K, N))
     transpose_a, lda, a_b = check_transpose(a_b)
     transpose_b, ldb, b_b = check_transpose(b_b)
 
@@ -90,7 +90,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     use_out_source = c is not None and (alpha != 0.0 or beta != 1.0)
     c_b = None
     if use_out_source:
-        c_b = np.broadcast_to(c.astype(a.dtype, copy=False), (*batch, M, N))
+        c_b = broadcast_to(c.astype(a.dtype, copy=False), (*batch, M, N))
     batch_shape, collapsed = collapse_batches(a_b, b_b, *([c_b] if use_out_source else []))
 
     has_batch = len(batch_shape) > 1
