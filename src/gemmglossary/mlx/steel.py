@@ -20,6 +20,7 @@ import numpy as np
 
 from ..paths import kernels_dir, vendor_dir
 from . import matmul
+from .layout import broadcast_to, buffer_view, check_transpose, collapse_batches
 
 #: ``struct GEMMParams`` of steel/gemm/params.h, laid out as the Metal compiler does
 #: (natural alignment: the int64 strides start on an 8-byte boundary).
@@ -64,47 +65,6 @@ class SteelLaunch:
     out: np.ndarray = field(repr=False)
 
 
-def _check_transpose(x: np.ndarray) -> tuple[bool, int, np.ndarray]:
-    """MLX's check_transpose: row-contiguous → (False, row stride); column-contiguous →
-    (True, column stride); anything else is copied to row-contiguous first."""
-    item = x.itemsize
-    stx, sty = x.strides[-2] // item, x.strides[-1] // item
-    if sty == 1:
-        return False, stx, x
-    if stx == 1:
-        return True, sty, x
-    x = np.ascontiguousarray(x)
-    return False, x.shape[-1], x
-
-
-def _collapse(shape: list[int], *strides: list[int]) -> tuple[list[int], list[list[int]]]:
-    """Merge adjacent batch dims that are contiguous for every operand (MLX's collapse_batches)."""
-    if not shape:
-        return [1], [[0] for _ in strides]
-    out_shape, out_strides = [shape[0]], [[s[0]] for s in strides]
-    for i in range(1, len(shape)):
-        if all(st[-1] == s[i] * shape[i] for st, s in zip(out_strides, strides)):
-            out_shape[-1] *= shape[i]
-            for st, s in zip(out_strides, strides):
-                st[-1] = s[i]
-        else:
-            out_shape.append(shape[i])
-            for st, s in zip(out_strides, strides):
-                st.append(s[i])
-    return out_shape, out_strides
-
-
-def _buffer_view(x: np.ndarray) -> np.ndarray:
-    """The 1-D buffer a strided array lives in, starting at its first element."""
-    base = x
-    while base.base is not None and isinstance(base.base, np.ndarray):
-        base = base.base
-    if base.flags.c_contiguous and np.shares_memory(base, x):
-        offset = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // x.itemsize
-        return base.reshape(-1)[offset:]
-    return np.ascontiguousarray(x).reshape(-1)
-
-
 def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0,
          beta: float = 0.0, config: tuple[int, int, int, int, int] = CONFIGS[0]) -> SteelLaunch:
     """Plan D = alpha·(A @ B) + beta·C with MLX's steel ``gemm``.
@@ -122,23 +82,18 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     bm, bn, bk, wm, wn = config
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], () if c is None else c.shape[:-2])
-    a_b = np.broadcast_to(a, (*batch, M, K))
-    b_b = np.broadcast_to(b, (*batch, K, N))
-    transpose_a, lda, a_b = _check_transpose(a_b)
-    transpose_b, ldb, b_b = _check_transpose(b_b)
+    a_b = broadcast_to(a, (*batch, M, K))
+    b_b = broadcast_to(b, (*batch, K, N))
+    transpose_a, lda, a_b = check_transpose(a_b)
+    transpose_b, ldb, b_b = check_transpose(b_b)
 
     out = np.zeros((*batch, M, N), dtype=a.dtype)
     batch_size = int(np.prod(batch, dtype=np.int64)) if batch else 1
-    a_strides = [s // a.itemsize for s in a_b.strides[:-2]]
-    b_strides = [s // b.itemsize for s in b_b.strides[:-2]]
     use_out_source = c is not None and (alpha != 0.0 or beta != 1.0)
     c_b = None
-    c_strides: list[int] = []
     if use_out_source:
-        c_b = np.broadcast_to(c.astype(a.dtype, copy=False), (*batch, M, N))
-        c_strides = [s // a.itemsize for s in c_b.strides[:-2]]
-    operands = [a_strides, b_strides] + ([c_strides] if use_out_source else [])
-    batch_shape, collapsed = _collapse(list(batch), *operands)
+        c_b = broadcast_to(c.astype(a.dtype, copy=False), (*batch, M, N))
+    batch_shape, collapsed = collapse_batches(a_b, b_b, *([c_b] if use_out_source else []))
 
     has_batch = len(batch_shape) > 1
     do_axpby = use_out_source and (alpha != 1.0 or beta != 1.0)
@@ -156,7 +111,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     params["gemm_k_iterations_aligned"] = K // bk
     params["batch_ndim"] = len(batch_shape)
 
-    buffers: dict[int, object] = {0: _buffer_view(a_b), 1: _buffer_view(b_b), 3: out.reshape(-1),
+    buffers: dict[int, object] = {0: buffer_view(a_b), 1: buffer_view(b_b), 3: out.reshape(-1),
                                   4: params}
     if has_batch:
         buffers[6] = np.array(batch_shape, dtype=np.int32)
@@ -167,7 +122,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
         addmm["ldc"], addmm["fdc"] = c_b.strides[-2] // item, c_b.strides[-1] // item
         addmm["batch_stride_c"] = collapsed[2][-1]
         addmm["alpha"], addmm["beta"] = alpha, beta
-        buffers[2] = _buffer_view(c_b)
+        buffers[2] = buffer_view(c_b)
         buffers[5] = addmm
 
     tname = TYPE_NAMES[a.dtype]

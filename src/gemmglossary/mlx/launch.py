@@ -1,0 +1,121 @@
+"""One Metal dispatch as MLX's host code encodes it, and the dispatches one MLX op makes.
+
+A :class:`Launch` holds what a ``compute_encoder`` receives before ``dispatch_*``: the
+kernel's host name (in one of our ``kernels/mlx_*.metal`` instantiation files), the
+function constants, the buffers by ``[[buffer(n)]]`` index (an index MLX never sets is
+absent: the buffer stays unbound, as on the GPU), the threadgroup size and either the
+number of threadgroups (``dispatch_threadgroups``) or of threads (``dispatch_threads``).
+A :class:`Plan` is the ordered list of launches of one op and the array that ends up
+holding its result; intermediate buffers are numpy arrays shared between launches.
+
+Also here, because several families use them: MLX's two spellings of a dtype in kernel
+names (``type_to_name`` and ``get_type_string`` of ``mlx/backend/metal/utils.h``), and
+``get_block_dims`` (``mlx/backend/common/utils.cpp``), which sizes the threadgroups of
+MLX's ``dispatch_threads`` kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+from ..paths import kernels_dir, vendor_dir
+
+#: numpy's name for bfloat16 (numpy has none of its own; ml_dtypes provides it).
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+
+#: MLX's ``type_to_name``: the dtype as it appears in gemv, steel, softmax and reduce names.
+TYPE_TO_NAME = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16", bfloat16: "bfloat16",
+                np.dtype(np.int32): "int32", np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool_",
+                np.dtype(np.uint32): "uint32", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
+#: MLX's ``get_type_string``: the Metal type name, as in quantized and sdpa names.
+TYPE_STRING = {np.dtype(np.float32): "float", np.dtype(np.float16): "float16_t", bfloat16: "bfloat16_t"}
+
+
+def type_to_name(dtype) -> str:
+    try:
+        return TYPE_TO_NAME[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"MLX has no kernels for dtype {np.dtype(dtype)} here") from None
+
+
+def type_string(dtype) -> str:
+    try:
+        return TYPE_STRING[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"dtype {np.dtype(dtype)}: MLX instantiates this family for float32, float16 "
+                        f"and bfloat16 only") from None
+
+
+def get_block_dims(dim0: int, dim1: int, dim2: int, pow2: int = 10) -> tuple[int, int, int]:
+    """Threadgroup size for ``dispatch_threads`` over a (dim0, dim1, dim2) grid: powers of two,
+    grown one dimension at a time in x, y, z order while the dimension still holds twice the
+    current size, until the product reaches 2**pow2 threads (at most 2**10)."""
+    pows = [0, 0, 0]
+    total = 0
+    dims = (dim0, dim1, dim2)
+    while True:
+        before = total
+        for axis in range(3):
+            if dims[axis] >= 1 << (pows[axis] + 1):
+                pows[axis] += 1
+                total += 1
+            if total == 10:
+                break
+        if total == 10 or total == before or total == pow2:
+            break
+    return (1 << pows[0], 1 << pows[1], 1 << pows[2])
+
+
+@dataclass
+class Launch:
+    """One ``dispatch_threadgroups`` (``threadgroups``) or ``dispatch_threads`` (``threads``)."""
+
+    source: str  # file name in kernels/
+    host_name: str
+    buffers: dict[int, object]  # [[buffer(n)]] -> numpy array, numpy scalar or bytes
+    threads_per_threadgroup: tuple[int, int, int]
+    threadgroups: tuple[int, int, int] | None = None
+    threads: tuple[int, int, int] | None = None
+    function_constants: dict[int, object] = field(default_factory=dict)
+    threadgroup_memory: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if (self.threadgroups is None) == (self.threads is None):
+            raise ValueError("a launch has either threadgroups (dispatch_threadgroups) or threads (dispatch_threads)")
+
+    @property
+    def path(self) -> Path:
+        return kernels_dir() / self.source
+
+    def kernel(self):
+        from ..emulator import load_kernel
+
+        return load_kernel(self.path, self.host_name, function_constants=self.function_constants or None,
+                           include_dirs=[vendor_dir()])
+
+    def run(self, **options) -> None:
+        """Execute on the emulator; ``options`` go to the kernel call (schedule, race_check, ...)."""
+        grid = {"threadgroups": self.threadgroups} if self.threads is None else {"threads": self.threads}
+        self.kernel()(self.buffers, threads_per_threadgroup=self.threads_per_threadgroup,
+                      threadgroup_memory=self.threadgroup_memory or None, **grid, **options)
+
+
+@dataclass
+class Plan:
+    """The launches one MLX op encodes, in order, and the array holding the result."""
+
+    launches: list[Launch]
+    out: np.ndarray = field(repr=False)
+
+    @property
+    def host_names(self) -> list[str]:
+        return [launch.host_name for launch in self.launches]
+
+    def run(self, **options) -> np.ndarray:
+        for launch in self.launches:
+            launch.run(**options)
+        return self.out

@@ -1,0 +1,120 @@
+"""How MLX's host code reads an array's memory layout before it binds the array.
+
+Restated from ``check_transpose`` (``mlx/backend/metal/matmul.cpp``), ``collapse_batches``
+(``mlx/backend/common/matmul.h``), ``collapse_contiguous_dims`` (``mlx/backend/common/utils.cpp``)
+and the ``row_contiguous`` flag of ``mlx/array.h``, at MLX v0.32.4:
+https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp,
+https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/matmul.h,
+https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/utils.cpp.
+
+numpy views play MLX's strided arrays: a transposed or sliced view is what MLX meets when
+it gets a transposed or sliced array, and :func:`buffer_view` is the buffer MLX binds
+(the data pointer at the view's first element; the strides go to the kernel separately).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+INT32_MAX = 2**31 - 1
+
+
+def element_strides(x: np.ndarray) -> list[int]:
+    return [s // x.itemsize for s in x.strides]
+
+
+def is_row_contiguous(x: np.ndarray) -> bool:
+    """MLX's ``row_contiguous`` flag: C order, where dims of size 1 may have any stride."""
+    expected = 1
+    for n, s in zip(reversed(x.shape), reversed(element_strides(x))):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def buffer_view(x: np.ndarray) -> np.ndarray:
+    """The 1-D buffer a strided view lives in, starting at its first element."""
+    base, owner = x, x
+    while getattr(owner, "base", None) is not None:  # through views and as_strided's wrapper
+        owner = owner.base
+        if isinstance(owner, np.ndarray):
+            base = owner
+    if base.flags.c_contiguous and np.shares_memory(base, x):
+        offset = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // x.itemsize
+        return base.reshape(-1).view(x.dtype)[offset:]
+    return np.ascontiguousarray(x).reshape(-1)
+
+
+def broadcast_to(x: np.ndarray, shape) -> np.ndarray:
+    """A read-only view of ``x`` broadcast to ``shape`` as MLX broadcasts: only a dim that
+    grows (new, or from 1 to n > 1) gets stride 0; every other dim keeps its stride. (numpy's
+    own broadcast_to also zeroes the stride of a dim of size 1 that stays 1, which would
+    change what check_transpose sees.)"""
+    shape = tuple(int(n) for n in shape)
+    np.broadcast_shapes(x.shape, shape)  # raises for shapes that do not broadcast
+    lead = len(shape) - x.ndim
+    strides = [0] * lead + [0 if (n == 1 and t != 1) else s for n, t, s in zip(x.shape, shape[lead:], x.strides)]
+    return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
+
+
+def check_transpose(x: np.ndarray, is_vector: bool = False) -> tuple[bool, int, np.ndarray]:
+    """(transposed, leading dimension, array) for the last two dims of ``x``.
+
+    Unit stride along the last dim: not transposed, the leading dimension is the row
+    stride; unit stride along the second to last: transposed, the column stride. A vector
+    operand (a matrix with one row or column) qualifies only if it is also dense (its other
+    stride equals the dim's length). Anything else is first copied to row-contiguous."""
+    stx, sty = element_strides(x)[-2:]
+    if sty == 1 and (not is_vector or stx == x.shape[-1]):
+        return False, stx, x
+    if stx == 1 and (not is_vector or sty == x.shape[-2]):
+        return True, sty, x
+    x = np.ascontiguousarray(x)
+    return False, x.shape[-1], x
+
+
+def collapse_contiguous_dims(shape, strides: list[list[int]], size_cap: int = INT32_MAX
+                             ) -> tuple[list[int], list[list[int]]]:
+    """Merge neighbouring dims that are contiguous in every stride list, dropping dims of
+    size 1; a merged run stops growing past ``size_cap`` elements."""
+    groups: list[list[int]] = []  # runs of dim indices that merge
+    if len(shape):
+        run = [0] if shape[0] != 1 else []
+        size = shape[0]
+        for i in range(1, len(shape)):
+            size *= shape[i]
+            contiguous = True
+            for st in strides:
+                if st[i] * shape[i] != st[i - 1] or size > size_cap:
+                    contiguous, size = False, shape[i]
+                    break
+            if not contiguous:
+                groups.append(run)
+                run = []
+            if shape[i] != 1:
+                run.append(i)
+        groups.append(run)
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for run in (g for g in groups if g):
+        out_shape.append(int(np.prod([shape[i] for i in run])))
+        for j, st in enumerate(strides):
+            out_strides[j].append(st[run[-1]])
+    if len(shape) and not out_shape:
+        out_shape = [1]
+        out_strides = [[0] for _ in strides]
+    return out_shape, out_strides
+
+
+def collapse_batches(*arrays: np.ndarray) -> tuple[list[int], list[list[int]]]:
+    """Batch shape and one batch-stride list per operand, for operands already broadcast to
+    one batch shape (the first operand's): contiguous batch dims merge; no batch is [1]/[0]."""
+    if arrays[0].ndim == 2:
+        return [1], [[0] for _ in arrays]
+    shape = list(arrays[0].shape[:-2])
+    strides = [element_strides(x)[:-2] for x in arrays]
+    out_shape, out_strides = collapse_contiguous_dims(shape, strides)
+    if not out_shape:
+        return [1], [[0] for _ in arrays]
+    return out_shape, out_strides

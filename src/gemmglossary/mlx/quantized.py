@@ -1,0 +1,193 @@
+"""Host side of MLX's affine quantized matmul: which kernel of ``quantized.h`` runs, and how.
+
+``choose_kernel`` restates the routing of ``QuantizedMatmul::eval_gpu`` and the functions it
+calls (``qmm_splitk``, ``qmm``, ``dispatch_qmv``, ``qmv``, ``use_qmv_wide``,
+``get_qmv_batch_limit``, ``qmv_fast_k_alignment``) in ``mlx/backend/metal/quantized.cpp``
+(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/quantized.cpp). In words,
+for ``x @ Wᵀ`` (``transpose=True``, W stored N × K, the layout of a linear layer) with M rows
+of x:
+
+* M at or above a device- and size-dependent batch limit (``vector_limit``): a matrix-matrix
+  kernel, ``qmm_t``; without a batch MLX first tries to split K (``qmm_t_splitk`` and a sum),
+  falling back to ``qmm_t`` when K does not split into whole 32-wide steps and whole groups;
+  on NAX GPUs (M5 and later) ``qmm_t_nax`` when K is a multiple of 64.
+* otherwise a matrix-vector kernel per row of x: ``qmv_quad`` for K of 64 or 128, ``qmv_wide``
+  for 2 or more rows on M3 and later, else ``qmv_fast`` when N is a multiple of 8 and K of
+  the kernel's block (512 values for 4 bits, 256 for 8), or the guarded ``qmv``.
+
+For ``x @ W`` (``transpose=False``, W stored K × N): ``qmm_n`` from 4 rows, else ``qvm``, or
+``qvm_split_k`` when K ≥ 1024.
+
+``plan`` dispatches ``qmv_fast``, ``qmv``, ``qvm``, ``qmm_t`` and ``qmm_n`` as the functions
+``qmv``, ``qvm`` and ``qmm`` do (buffers 0–2 the packed weights, scales and biases, 3 x, 4 the
+output, then the sizes, then the batch shapes and strides only for a batch: MLX leaves
+those buffers unbound otherwise). The other kernels are named by ``choose_kernel`` but not
+planned here (see :data:`NOT_PLANNED`).
+
+Read from MLX 0.32.2-dev and checked against the 0.32.4 header. Where they differ: the
+header's ``affine_qmv_fast`` has a ``partial_rows`` template parameter (after ``batched``)
+that lets the last simdgroup stop at an output count that is not a multiple of 8, and its
+comments describe a K gate of "a multiple of 512"; the 0.32.2 host code knows neither. We
+follow the host code we can read: ``partial_rows`` stays false (its default) and the
+fast-path condition is the 0.32.2 one; for 4-bit weights both gates agree. The header's
+``affine_qmm_t_splitk`` writes float32 partial sums (0.32.2 wrote the input dtype).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .affine import Quantized
+from .device import DEFAULT_GPU, GPU
+from .launch import Launch, Plan, type_string
+from .layout import broadcast_to, buffer_view, element_strides, is_row_contiguous
+
+SOURCE = "mlx_quantized.metal"
+#: Kernels ``choose_kernel`` can name that ``plan`` does not dispatch, and why.
+NOT_PLANNED = {
+    "qmv_quad": "one quadgroup per output row; not among the kernels planned here",
+    "qmv_wide": "several vectors per weight stream (M3 and later); not among the kernels planned here",
+    "qvm_split_k": "needs MLX's strided sum reduction as its second pass (reduce.h)",
+    "qmm_t_splitk": "needs MLX's strided sum reduction as its second pass (reduce.h)",
+    "qmm_t_nax": "NAX (M5) kernels are outside the emulator's scope",
+}
+
+
+def pack_factor(bits: int, word_bits: int = 32) -> int:
+    """Weights per pack: 8 for 3 and 5 bits (3 or 5 bytes), 4 for 6 bits (3 bytes), else word / bits."""
+    return 8 if bits in (3, 5) else 4 if bits == 6 else word_bits // bits
+
+
+def qmv_fast_block(bits: int) -> int:
+    """K values one simdgroup step of ``qmv_fast`` covers (32 lanes × its values per lane)."""
+    return pack_factor(bits) * (1 if bits == 2 else 2) * 32
+
+
+def vector_limit(gpu: GPU, K: int, N: int) -> int:
+    """From how many rows of x a transposed-weight product uses a matrix-matrix kernel
+    (``get_qmv_batch_limit``): per generation and size class, by whether K and N fit in
+    2048 or 4096."""
+    gen, size = gpu.generation, gpu.size_class
+    small, medium = K <= 2048 and N <= 2048, K <= 4096 and N <= 4096
+    pick = lambda s, m, rest: s if small else m if medium else rest  # noqa: E731
+    if gen >= 17 and size != "d":
+        return pick(33, 25, 13)
+    if gen >= 15 and size != "d":
+        return pick(13, 15, 13)
+    if size == "d":
+        return pick(32, 18, 12)
+    return pick(14, 10, 6) if gen >= 13 else pick(18, 12, 10)
+
+
+def _qmm_split(M: int, N: int, K: int, group_size: int) -> int:
+    """How many K partitions ``qmm_splitk`` uses (1: it falls back to ``qmm``). It aims at about
+    512 threadgroups, each partition whole 32-wide steps and whole groups, K divided evenly."""
+    tiles = -(-N // 32) * -(-M // 32)
+    k_align = max(group_size, 32)
+    split = min(max(1, 512 // tiles), K // k_align)
+    while split > 1 and K % (split * k_align):
+        split -= 1
+    return max(split, 1)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The sizes MLX's routing looks at."""
+
+    M: int  # rows of x (all of x's rows when W has no batch and x is row-contiguous)
+    N: int
+    K: int
+    batch: int  # number of (x, W) pairs
+
+
+def choose_kernel(problem: Problem, *, transpose: bool, bits: int, group_size: int,
+                  gpu: GPU = DEFAULT_GPU) -> str:
+    """The affine kernel MLX runs: qmv_quad, qmv_wide, qmv_fast, qmv, qvm, qvm_split_k,
+    qmm_t, qmm_t_splitk, qmm_t_nax or qmm_n. (With MLX_ENABLE_TF32=0, not modelled, float32
+    would skip the NAX kernel.)"""
+    M, N, K = problem.M, problem.N, problem.K
+    limit = vector_limit(gpu, K, N) if transpose else 4
+    if M >= limit:
+        if transpose and problem.batch == 1 and _qmm_split(M, N, K, group_size) > 1:
+            return "qmm_t_splitk"
+        # MLX_ENABLE_TF32 defaults to on, so float32 takes the NAX kernel too
+        if transpose:
+            return "qmm_t_nax" if gpu.has_nax and K % 64 == 0 else "qmm_t"
+        return "qmm_n"
+    if transpose:
+        if K in (64, 128) and bits & (bits - 1) == 0:
+            return "qmv_quad"
+        if M >= 2 and gpu.generation >= 15:
+            return "qmv_wide"
+        return "qmv_fast" if N % 8 == 0 and K % qmv_fast_block(bits) == 0 else "qmv"
+    return "qvm" if K < 1024 else "qvm_split_k"
+
+
+def _row_contiguous_matrix(x: np.ndarray) -> np.ndarray:
+    """MLX's ensure_row_contiguous_matrix: the last two dims must be C-ordered; else a copy."""
+    st = element_strides(x)
+    ok = st[-1] == 1 if x.ndim < 2 else (st[-2] == x.shape[-1] and st[-1] == 1)
+    return x if ok else np.ascontiguousarray(x)
+
+
+def _i32(x):
+    return np.array(x, dtype=np.int32)
+
+
+def plan(x: np.ndarray, w: Quantized, *, transpose: bool = True, gpu: GPU = DEFAULT_GPU) -> Plan:
+    """Plan ``mx.quantized_matmul(x, wq, scales, biases, transpose, group_size, bits)``.
+
+    ``x`` is (…, M, K); ``w`` holds W as N × K (transpose) or K × N, quantized along its last
+    axis, with the same batch dims as x when it has any (they broadcast, as MLX's op does).
+    """
+    dtype = x.dtype
+    tname = type_string(dtype)
+    if w.scales.dtype != dtype or w.biases.dtype != dtype:
+        raise TypeError(f"scales and biases must be {dtype} like x (MLX casts them to x's dtype)")
+    rows, cols = w.wq.shape[-2], w.cols
+    K, N = (cols, rows) if transpose else (rows, cols)
+    if x.shape[-1] != K:
+        raise ValueError(f"x has {x.shape[-1]} columns but W has K = {K}")
+    wq, scales, biases = w.wq, w.scales, w.biases
+    if x.ndim > 2 and wq.ndim > 2:
+        batch = np.broadcast_shapes(x.shape[:-2], wq.shape[:-2])
+        x = broadcast_to(x, (*batch, *x.shape[-2:]))
+        wq, scales, biases = (broadcast_to(a, (*batch, *a.shape[-2:])) for a in (wq, scales, biases))
+    elif wq.ndim > 2:
+        raise ValueError("W has batch dims but x does not")
+    x, wq, scales, biases = (_row_contiguous_matrix(a) for a in (x, wq, scales, biases))
+    non_batched = wq.ndim == 2 and is_row_contiguous(x)
+    M = x.size // K if non_batched else x.shape[-2]
+    out = np.zeros((*x.shape[:-1], N), dtype=dtype)
+    B = out.size // (M * N)
+    kernel = choose_kernel(Problem(M, N, K, B), transpose=transpose, bits=w.bits, group_size=w.group_size, gpu=gpu)
+    if kernel in NOT_PLANNED:
+        raise NotImplementedError(f"MLX runs {kernel} for this product: {NOT_PLANNED[kernel]}")
+
+    batched = B > 1
+    sizes = [_i32(K), _i32(N)] + ([_i32(M)] if kernel.startswith("qmm") else [])
+    buffers: dict[int, object] = {0: buffer_view(wq), 1: buffer_view(scales), 2: buffer_view(biases),
+                                  3: buffer_view(x), 4: out.reshape(-1)}
+    for i, size in enumerate(sizes, start=5):
+        buffers[i] = size
+    if batched:
+        first = 5 + len(sizes)
+        for i, value in enumerate([
+                _i32(x.ndim - 2), np.array(x.shape, np.int32), np.array(element_strides(x), np.int64),
+                _i32(wq.ndim - 2), np.array(wq.shape, np.int32), np.array(element_strides(wq), np.int64),
+                np.array(element_strides(scales), np.int64), np.array(element_strides(biases), np.int64)],
+                start=first):
+            buffers[i] = value
+    name = f"affine_{kernel}_{tname}_gs_{w.group_size}_b_{w.bits}"
+    if kernel == "qmm_t":
+        name += f"_alN_{'true' if N % 32 == 0 else 'false'}"
+    name += f"_batch_{int(batched)}"
+    if kernel in ("qmv_fast", "qmv"):
+        threads, grid = (32, 2, 1), (M, -(-N // 8), B)
+    elif kernel == "qvm":
+        threads, grid = (32, 2, 1), (M, -(-N // (min(w.group_size, 32) * 2)), B)
+    else:  # qmm_t, qmm_n: 32 × 32 output tiles, 2 × 2 simdgroups
+        threads, grid = (32, 2, 2), (-(-N // 32), -(-M // 32), B)
+    return Plan([Launch(SOURCE, name, buffers, threads, threadgroups=grid)], out)
