@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..msl import lexer as _lexer
 from ..msl import signature as _signature
 
 #: Element types with no numpy dtype: numpy has no bfloat16, so its 16-bit patterns travel as uint16.
@@ -75,18 +76,29 @@ class BufferParameter:
 
 def buffer_parameters(source: str, kernel: str) -> dict[int, BufferParameter]:
     """{buffer index: parameter} of kernel ``kernel`` in ``source`` (empty if not found)."""
+    sig = _signature.find_kernel(source, kernel)
     out: dict[int, BufferParameter] = {}
-    for raw in _signature._params(source, kernel) or ():
-        text = " ".join(raw.split())
-        m = _BUFFER_PARAM.match(text)
-        if not m:
+    for p in (sig.parameters or ()) if sig else ():
+        if p.attribute("buffer") is None or not (p.is_pointer or p.is_reference):
             continue
-        declared = re.sub(r"\s*([*&])$", r"\1", m.group("type"))
-        element = declared[:-1]
-        out[int(m.group("index"))] = BufferParameter(
-            int(m.group("index")), m.group("name"), declared, element_dtype(element), declared.endswith("&")
-        )
+        declared = _as_written(p.type)
+        index = p.buffer
+        out[index] = BufferParameter(index, p.name, declared, element_dtype(p.value_type), p.is_reference)
     return out
+
+
+def _as_written(tokens: str) -> str:
+    """A type's tokens joined the way a reader writes them:
+    ``device metal :: atomic < int > *`` -> ``device metal::atomic<int>*``."""
+    text = re.sub(r"\s*(::|<|>|\*|&)\s*", r"\1", tokens)
+    text = re.sub(r"\s*,\s*", ", ", text)
+    return re.sub(r"(?<=[*&>])(?=[A-Za-z_])", " ", text)
+
+
+def _without_comments(source: str) -> str:
+    """``source`` with every comment replaced by a space (strings and chars kept), read
+    with the project's tokenizer."""
+    return "".join(" " if tok.kind == "comment" else tok.text for tok in _lexer.tokenize(source))
 
 
 @dataclass(frozen=True)
@@ -99,7 +111,7 @@ class FunctionConstant:
 
 def function_constants(source: str) -> list[FunctionConstant]:
     """Every ``constant T name [[function_constant(i)]];`` declaration in ``source``."""
-    text = _signature._COMMENTS.sub(" ", source)
+    text = _without_comments(source)
     out = []
     for m in _FUNCTION_CONSTANT.finditer(text):
         try:
