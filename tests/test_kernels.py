@@ -31,7 +31,9 @@ def header(spec: GemmKernel) -> str:
 
 
 def test_every_first_party_gemm_kernel_is_in_the_table():
-    files = {p.stem for p in paths.kernels_dir().glob("*.metal")} - {"steel_gemm"}
+    # steel_gemm.metal and mlx_*.metal only instantiate MLX's kernels (gemmglossary.mlx plans them)
+    files = {p.stem for p in paths.kernels_dir().glob("*.metal")
+             if p.stem != "steel_gemm" and not p.stem.startswith("mlx_")}
     assert files == set(KERNELS)
 
 
