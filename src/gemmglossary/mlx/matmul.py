@@ -42,6 +42,7 @@ LINES = {
     "nax_swizzle": (276, 284),
     "nax_grid": (302, 308),
     "regular_config": (370, 375),       # steel_matmul_regular_axpby: defaults + macro
+    "axpby_constants": (392, 393),      # use_out_source, do_axpby
     "regular_swizzle": (435, 440),
     "regular_grid": (458, 464),
     "splitk_config": (523, 537),        # steel_gemm_splitk_axpby

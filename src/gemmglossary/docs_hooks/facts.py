@@ -1,0 +1,375 @@
+"""Facts: values a page computes at build time instead of typing them (a Python-Markdown extension).
+
+Numbers about MLX's host choices (tile configurations, thresholds, thread counts, the
+lines of ``matmul.cpp`` they come from) are said once, in :mod:`gemmglossary.mlx.matmul`,
+and tested there. A page asks for one with::
+
+    {{fact NAME key=value key=value ...}}
+
+anywhere in its Markdown, also inside code spans and fenced blocks. ``NAME`` is one of
+:data:`FACTS`; each argument is ``key=value`` with no spaces (booleans are ``true`` or
+``false``). The text is replaced by the value before any other Markdown processing, so
+``[matmul.cpp]({{fact mlx.url rule=tile_macro}})`` is an ordinary link. An unknown name,
+an unknown, missing or malformed argument, or a value the fact rejects fails the build
+with the page and line of the fact.
+
+It is a Markdown extension (``markdown_extensions: [gemmglossary.docs_hooks.facts]`` in
+mkdocs.yml), not an MkDocs hook, so any engine that runs Python-Markdown extensions
+(Zensical too, issue #21) expands facts the same way. The page name comes from MkDocs'
+own ``relpath`` tree processor when MkDocs is the engine; elsewhere errors name the line
+of the text being converted.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from pathlib import Path
+from typing import Literal
+
+from markdown import Extension
+from markdown.preprocessors import Preprocessor
+
+from .. import vendor
+from ..mlx import matmul as mm
+
+#: A fact: ``{{fact`` NAME then ``key=value`` words, closed by ``}}`` on the same line.
+FACT = re.compile(r"\{\{fact\b(?P<body>[^{}\n]*)\}\}")
+#: Anything that opens a fact, well formed or not (a typo must not pass as text).
+OPENER = re.compile(r"\{\{\s*fact\b")
+NAME = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*$")
+ARG = re.compile(r"(?P<key>[A-Za-z][A-Za-z0-9_]*)=(?P<value>\S+)$")
+
+
+class FactError(ValueError):
+    """A fact that cannot be computed; the message names the page and line."""
+
+
+# ----------------------------------------------------------------------------- formatting
+
+def times(*values: int) -> str:
+    return "×".join(str(v) for v in values)
+
+
+def either(values) -> str:
+    """``a``, ``a or b``, ``a, b or c``: a set of values in the order given."""
+    values = [str(v) for v in values]
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " or " + values[-1]
+
+
+def triple(t: tuple[int, int, int]) -> str:
+    return "(" + ", ".join(str(v) for v in t) + ")"
+
+
+def config_field(c: mm.TileConfig, field: str) -> str:
+    fields = {
+        "tile": lambda: times(c.bm, c.bn, c.bk), "ctile": lambda: times(c.bm, c.bn),
+        "bm": lambda: c.bm, "bn": lambda: c.bn, "bk": lambda: c.bk, "wm": lambda: c.wm,
+        "wn": lambda: c.wn, "simdgroups": lambda: times(c.wm, c.wn), "tm": lambda: c.tm,
+        "tn": lambda: c.tn, "block": lambda: times(c.tm, c.tn), "threads": lambda: c.threads,
+        "fragment": lambda: times(c.fragment, c.fragment), "label": c.label,
+        "threadgroup": lambda: triple((32, c.wn, c.wm)),
+    }
+    if field not in fields:
+        raise mm.HostError(f"field must be one of {', '.join(fields)}, got {field!r}")
+    return str(fields[field]())
+
+
+CONFIG_FIELDS = Literal["tile", "ctile", "bm", "bn", "bk", "wm", "wn", "simdgroups", "tm", "tn",
+                        "block", "threads", "fragment", "label", "threadgroup"]
+
+
+def _device(device: str, gen: int) -> mm.Device:
+    return mm.Device(device, gen)
+
+
+def _config(text: str) -> mm.TileConfig:
+    """``64x64x16x2x2``: BM, BN, BK, WM, WN."""
+    parts = text.split("x")
+    if len(parts) != 5 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise mm.HostError(f"config must be BMxBNxBKxWMxWN, e.g. 64x64x16x2x2, got {text!r}")
+    return mm.TileConfig(*(int(p) for p in parts))
+
+
+# ----------------------------------------------------------------------------- the facts
+
+def fact_tile(*, dtype: str = "float32", device: str = "g", gen: int = 15, ta: bool = False,
+              tb: bool = False, M: int = 1024, N: int = 1024, K: int = 1024, batch: int = 1,
+              field: CONFIG_FIELDS = "tile") -> str:
+    """The fused steel kernel's configuration (GEMM_TPARAM_MACRO) for one case."""
+    return config_field(mm.regular_config(dtype, _device(device, gen), ta, tb, M, N, K, batch), field)
+
+
+def fact_nax_tile(*, device: str = "g", gen: int = 17, M: int = 1024, N: int = 1024,
+                  K: int = 1024, field: CONFIG_FIELDS = "tile") -> str:
+    """The NAX fused kernel's configuration for one case."""
+    return config_field(mm.nax_config(_device(device, gen), M, N, K), field)
+
+
+ROUTE_FIELDS = Literal["kernel", "kernel_name", "threads", "threadgroup", "threadgroups",
+                       "swizzle_log", "partitions", "tile", "simdgroups", "block"]
+
+
+def fact_route(*, M: int, N: int, K: int, dtype: str = "float32", device: str = "g", gen: int = 15,
+               ta: bool = False, tb: bool = False, batch: int = 1, shared_b: bool = False,
+               tf32: bool = mm.TF32_DEFAULT, field: ROUTE_FIELDS = "kernel") -> str:
+    """Where ``Matmul::eval_gpu`` sends one product, and what it dispatches."""
+    r = mm.route(mm.Problem(M, N, K, dtype, ta, tb, batch, shared_b), _device(device, gen), tf32)
+    if field == "kernel":
+        return r.kernel
+    if field == "kernel_name":
+        return r.kernel_name
+    if field == "threads":
+        return str(r.threads)
+    if field == "threadgroup":
+        return triple(r.threads_per_threadgroup)
+    if field == "threadgroups":
+        return triple(r.threadgroups)
+    if field == "swizzle_log":
+        return str(r.swizzle_log)
+    if field == "partitions":
+        if r.splitk is None:
+            raise mm.HostError(f"this product goes to {r.kernel}, not to split-K")
+        return str(r.splitk.partitions)
+    if r.config is None:
+        raise mm.HostError(f"this product goes to {r.kernel}, which has no tile configuration")
+    return config_field(r.config, field)
+
+
+def fact_configs(*, kind: Literal["regular", "nax"] = "regular",
+                 field: Literal["simdgroups", "threads", "tiles", "count"] = "threads") -> str:
+    """Every configuration one kind of fused kernel can use, summarised."""
+    if kind == "regular":
+        default = mm.regular_config("float32", mm.Device("s", 15), False, False, 1, 1, 1)
+        configs = sorted(mm.regular_configs(),
+                         key=lambda c: (c != default, -c.threads, -c.wm, -c.bm, c.as_tuple))
+    else:
+        seen = {mm.nax_config(mm.Device(d, 17), M, N, K)
+                for d in "gsd" for (M, N, K) in ((1024, 1024, 1024), (256, 256, 16384))}
+        configs = sorted(seen, key=lambda c: (-c.threads, c.as_tuple))
+    if field == "count":
+        return str(len(configs))
+    if field == "tiles":
+        return either(dict.fromkeys(f"{times(c.bm, c.bn, c.bk)} ({times(c.wm, c.wn)})" for c in configs))
+    if field == "simdgroups":
+        return either(dict.fromkeys(times(c.wm, c.wn) for c in configs))
+    return either(dict.fromkeys(c.threads for c in configs))
+
+
+def fact_loader(*, config: str = "64x64x16x2x2", operand: Literal["a", "b"] = "a",
+                dtype: str = "float32", ta: bool = False, tb: bool = False,
+                field: Literal["n_reads", "tcols", "trows", "rows", "cols", "threads", "passes",
+                               "bytes", "tile"] = "n_reads") -> str:
+    """How ``BlockLoader`` splits one operand's tile over the threadgroup."""
+    if dtype not in mm.ITEMSIZE:
+        raise mm.HostError(f"dtype must be one of {', '.join(mm.ITEMSIZE)}, got {dtype!r}")
+    a, b = mm.gemm_loaders(_config(config), ta, tb)
+    shape = a if operand == "a" else b
+    if field == "bytes":
+        return str(shape.n_reads * mm.ITEMSIZE[dtype])
+    if field == "tile":
+        return times(shape.rows, shape.cols)
+    return str(getattr(shape, field))
+
+
+def fact_threadgroup_memory(*, config: str = "64x64x16x2x2", dtype: str = "float32",
+                            ta: bool = False, tb: bool = False,
+                            unit: Literal["bytes", "KiB"] = "bytes") -> str:
+    """``GEMMKernel::tgp_mem_size`` of one configuration, in bytes or KiB."""
+    if dtype not in mm.ITEMSIZE:
+        raise mm.HostError(f"dtype must be one of {', '.join(mm.ITEMSIZE)}, got {dtype!r}")
+    n = mm.threadgroup_bytes(_config(config), dtype, ta, tb)
+    return str(n) if unit == "bytes" else f"{n / 1024:g}"
+
+
+def fact_url(*, rule: str = "", path: str = "mlx/backend/metal/matmul.cpp", start: int = 0,
+             end: int = 0) -> str:
+    """Permalink to lines of MLX's source at the commit the host restatement follows: a
+    named rule (``LINES`` and ``OTHER_LINES`` of :mod:`gemmglossary.mlx.matmul`), or
+    ``path`` from ``start`` to ``end``."""
+    if rule:
+        return mm.rule_url(rule)
+    if start < 1 or (end and end < start):
+        raise mm.HostError("needs rule=NAME, or start= (and end= not before it)")
+    return mm.source_url(start, end or None, path=path)
+
+
+def fact_host(*, field: Literal["commit", "short", "version", "tree"] = "short") -> str:
+    """Which MLX source the host restatement follows."""
+    return {"commit": mm.MLX_HOST_COMMIT, "short": mm.MLX_HOST_COMMIT[:7],
+            "version": mm.MLX_HOST_VERSION,
+            "tree": f"{mm.MLX_REPO}/tree/{mm.MLX_HOST_COMMIT}"}[field]
+
+
+CONSTANTS = {
+    "large_matmul": lambda: f"2^{mm.LARGE_MATMUL.bit_length() - 1}",
+    "splitk_max_tiles": lambda: str(mm.SPLITK_MAX_TILES),
+    "splitk_max_tiles_sd": lambda: str(mm.SPLITK_MAX_TILES_SD),
+    "splitk_min_k": lambda: str(16 * mm.SPLITK_MIN_K_STEPS),
+    "nax_min_gen": lambda: str(mm.NAX_MIN_GENERATION),
+    "nax_min_gen_p": lambda: str(mm.NAX_MIN_GENERATION_P),
+    "gemv_wide_min_gen": lambda: str(mm.GEMV_WIDE_MIN_GENERATION),
+    "gemv_wide_max_rows": lambda: str(mm.GEMV_WIDE_ROWS_PER_PASS * mm.GEMV_WIDE_MAX_PASSES),
+    "tf32_default": lambda: "1" if mm.TF32_DEFAULT else "0",
+}
+
+
+def fact_const(*, name: Literal[tuple(CONSTANTS)]) -> str:  # type: ignore[valid-type]
+    """A threshold of MLX's routing, as the tested rules in gemmglossary.mlx.matmul use it."""
+    return CONSTANTS[name]()
+
+
+def fact_pins(*, field: Literal["version", "count", "table"] = "version") -> str:
+    """The pinned MLX wheel (``kernels/vendor.toml``): its version, how many files it pins,
+    or a Markdown table of them with their sha256 (first 16 hex digits) and permalinks."""
+    pins = vendor.load_pins()
+    if field == "version":
+        return pins.version
+    if field == "count":
+        return str(len(pins.files))
+    rows = ["| File (under `mlx/backend/metal/kernels/`) | sha256 (first 16 hex digits) |", "|---|---|"]
+    rows += [f"| [`{f.path}`]({pins.permalink(f.path)}) | `{f.sha256[:16]}` |" for f in pins.files]
+    return "\n".join(rows)
+
+
+#: Every fact a page may use, by name.
+FACTS = {
+    "mlx.tile": fact_tile,
+    "mlx.nax_tile": fact_nax_tile,
+    "mlx.route": fact_route,
+    "mlx.configs": fact_configs,
+    "mlx.loader": fact_loader,
+    "mlx.threadgroup_memory": fact_threadgroup_memory,
+    "mlx.url": fact_url,
+    "mlx.host": fact_host,
+    "mlx.const": fact_const,
+    "mlx.pins": fact_pins,
+}
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+def _convert(key: str, text: str, annotation) -> object:
+    if annotation is bool:
+        if text not in ("true", "false"):
+            raise FactError(f"argument {key}= must be true or false, got {text!r}")
+        return text == "true"
+    if annotation is int:
+        if not re.fullmatch(r"-?\d+", text):
+            raise FactError(f"argument {key}= must be an integer, got {text!r}")
+        return int(text)
+    if typing.get_origin(annotation) is Literal:
+        choices = typing.get_args(annotation)
+        if text not in choices:
+            raise FactError(f"argument {key}= must be one of {', '.join(choices)}, got {text!r}")
+        return text
+    return text
+
+
+def evaluate(body: str) -> str:
+    """The value of one fact, from the text between ``{{fact`` and ``}}``."""
+    words = body.split()
+    if not words:
+        raise FactError("a fact needs a name: {{fact NAME key=value ...}}")
+    name, args = words[0], words[1:]
+    if not NAME.match(name):
+        raise FactError(f"{name!r} is not a fact name")
+    if name not in FACTS:
+        raise FactError(f"unknown fact {name!r}; known facts: {', '.join(sorted(FACTS))}")
+    func = FACTS[name]
+    params = inspect.signature(func).parameters
+    hints = typing.get_type_hints(func)
+    kwargs: dict[str, object] = {}
+    for word in args:
+        m = ARG.match(word)
+        if not m:
+            raise FactError(f"fact {name}: {word!r} is not key=value")
+        key = m["key"]
+        if key not in params:
+            raise FactError(f"fact {name} has no argument {key!r}; it takes {', '.join(params)}")
+        if key in kwargs:
+            raise FactError(f"fact {name}: argument {key!r} given twice")
+        kwargs[key] = _convert(key, m["value"], hints.get(key, str))
+    missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in kwargs]
+    if missing:
+        raise FactError(f"fact {name} needs {', '.join(f'{k}=' for k in missing)}")
+    try:
+        return str(func(**kwargs))
+    except mm.HostError as exc:
+        raise FactError(f"fact {name}: {exc}") from None
+
+
+def expand_line(line: str) -> str:
+    """One line with every fact replaced; a malformed fact raises FactError."""
+    out, pos = [], 0
+    for opener in OPENER.finditer(line):
+        if opener.start() < pos:
+            continue
+        m = FACT.match(line, opener.start())
+        if not m:
+            raise FactError(f"malformed fact at column {opener.start() + 1}: "
+                            "write {{fact NAME key=value ...}} on one line")
+        out.append(line[pos:m.start()])
+        out.append(evaluate(m["body"]))
+        pos = m.end()
+    out.append(line[pos:])
+    return "".join(out)
+
+
+class FactsPreprocessor(Preprocessor):
+    def run(self, lines: list[str]) -> list[str]:
+        out = []
+        seen = 0  # facts before this line, to find the same fact in the page's source
+        for index, line in enumerate(lines):
+            try:
+                out.extend(expand_line(line).split("\n"))  # a fact may be a block (a table)
+            except FactError as exc:
+                raise FactError(f"{self._where(index, seen, line)}: {exc}") from None
+            seen += len(OPENER.findall(line))
+        return out
+
+    def _where(self, index: int, seen: int, line: str) -> str:
+        """``docs/page.md:LINE``, the line in the page's own file when it can be found."""
+        page = _page_file(self.md)
+        if page is None:
+            return f"<markdown>:{index + 1}"
+        label, path = page
+        try:
+            source = Path(path).read_text(encoding="utf-8").split("\n")
+        except OSError:
+            return f"{label} (text line {index + 1})"
+        count = 0
+        for number, text in enumerate(source, 1):
+            found = len(OPENER.findall(text))
+            if count + found > seen:
+                return f"{label}:{number}"
+            count += found
+        return f"{label} (text line {index + 1})"
+
+
+def _page_file(md) -> tuple[str, str] | None:
+    """(``docs/<page>``, absolute path) of the page MkDocs is converting, or None.
+
+    MkDocs registers a ``relpath`` tree processor holding the page's File before it
+    converts; that is the only place Python-Markdown can learn which page it is on."""
+    try:
+        proc = md.treeprocessors["relpath"]
+    except (KeyError, AttributeError):
+        return None
+    file = getattr(proc, "file", None)
+    src, path = getattr(file, "src_uri", None), getattr(file, "abs_src_path", None)
+    if not src or not path:
+        return None
+    return f"docs/{src}", path
+
+
+class FactsExtension(Extension):
+    def extendMarkdown(self, md):
+        # Before everything else (whitespace normalisation is 30, snippets 32), so a fact
+        # inside a code span or a fence is expanded too.
+        md.preprocessors.register(FactsPreprocessor(md), "gemmglossary_facts", 40)
+
+
+def makeExtension(**kwargs):
+    return FactsExtension(**kwargs)
