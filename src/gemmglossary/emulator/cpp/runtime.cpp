@@ -86,6 +86,7 @@ static uint32_t tg_threads;       // how many: edge threadgroups of dispatchThre
 static void* sched_sp;            // the scheduler's saved stack pointer
 static uint32_t live_threads;     // threads of the threadgroup that have not returned
 static uint32_t barrier_arrivals; // live threads waiting at a threadgroup_barrier
+static bool returned_warned;      // the returned-before-a-barrier warning is given once per launch
 struct SimdgroupCount { uint32_t live, arrived; };  // lanes not yet returned; lanes waiting at a simd-group op
 static SimdgroupCount sg_count[32];
 static MslemuLaunch* launch;      // the caller's launch description
@@ -230,14 +231,14 @@ static void release_barrier() {
                             "); every live thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
     }
   }
-  if (live_threads < tg_threads && !result->warn) {
-    result->warn = 1;
+  if (live_threads < tg_threads && !returned_warned) {
+    returned_warned = true;
     std::vector<uint32_t> done;
     for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_DONE) done.push_back(i);
-    snprintf(result->warn_msg, sizeof result->warn_msg,
-             "threads %s of %s returned before the threadgroup_barrier at %s; Apple GPUs let returned threads skip "
-             "barriers, but the Metal specification requires every thread to reach them (not portable)",
-             id_list(done).c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str());
+    portability(first->wfile, first->wline,
+                "threads %s of %s returned before the threadgroup_barrier at %s; Apple GPUs let returned threads skip "
+                "barriers, but the Metal specification requires every thread to reach them (not portable)",
+                id_list(done).c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str());
   }
   if (flags & 2) { ctx.tg_sync = ++ctx.clock; }
   for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_BARRIER) fibers[i].state = F_READY;
@@ -566,6 +567,21 @@ void mslemu::uninit_read(const void* p, const void* pc) {
                   " before any thread of the threadgroup wrote it; threadgroup memory starts with undefined contents "
                   "on a GPU (the emulator gives 0)";
   snprintf(result->uninit_msg, sizeof result->uninit_msg, "%s", m.c_str());
+}
+
+// warnings from kernel code: one line each in warn_msg, once per source line that caused them
+void mslemu::portability(const char* file, int line, const char* f, ...) {
+  static const char* seen_file[64];
+  static int seen_line[64], nseen;
+  for (int i = 0; i < nseen; ++i) if (seen_line[i] == line && seen_file[i] == file) return;
+  if (nseen < 64) { seen_file[nseen] = file; seen_line[nseen] = line; ++nseen; }
+  char b[1024];
+  va_list ap; va_start(ap, f); vsnprintf(b, sizeof b, f, ap); va_end(ap);
+  size_t used = strlen(result->warn_msg), n = strlen(b);
+  if (used + n + 2 > sizeof result->warn_msg) return;
+  if (used) result->warn_msg[used++] = '\n';
+  memcpy(result->warn_msg + used, b, n + 1);
+  result->warn = 1;
 }
 
 // ------------------------------------------------------------------ scheduler

@@ -89,6 +89,8 @@ void* oob(const void* pc, const void* p, const void* lo, const void* hi, size_t 
                       const char* name, int write);
 [[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
 void uninit_read(const void* p, const void* pc);
+// something the specification does not promise: a PortabilityWarning, once per source line
+void portability(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 const char* buffer_name_for(const void* p, const void** lo, const void** hi);
 
 enum ErrKind {
