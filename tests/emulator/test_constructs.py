@@ -22,3 +22,53 @@ def test_uniform_values(kernel):
     iters = 23 // 4
     for i, row in enumerate(out.reshape(3, 4)):
         assert row.tolist() == [iters, 23 - 4 * iters, sum(range(iters)), 8 + i]
+
+
+def _quads(a):
+    return a.reshape(-1, 4)
+
+
+def test_quad_group_functions(kernel):
+    v = (np.arange(32) * 7 % 3 + 1).astype(np.int32)  # 1..3
+    out = np.zeros(32 * 24, np.float32)
+    kernel("quad_fns")(v, out, threads=32, threads_per_threadgroup=32)
+    got = out.reshape(32, 24)
+    f = v.astype(np.float32)
+    for g, (qv, qf) in enumerate(zip(_quads(v), _quads(f))):
+        for q in range(4):
+            r = got[g * 4 + q]
+            assert r[0] == qf.sum() and r[1] == qf.prod() and r[2] == qf.max() and r[3] == qf.min()
+            assert r[4] == np.bitwise_and.reduce(qv) and r[5] == np.bitwise_or.reduce(qv)
+            assert r[6] == np.bitwise_xor.reduce(qv)
+            assert r[7] == qf[:q].sum() and r[8] == qf[:q + 1].sum()
+            assert r[9] == qf[:q].prod() and r[10] == qf[:q + 1].prod()
+            assert r[11] == qf[(q + 1) % 4] and r[12] == qf[q ^ 3]
+            assert r[13] == (qf[q - 1] if q >= 1 else qf[q]), "shuffle_up keeps the lowest lane's value"
+            assert r[14] == (qf[q + 2] if q + 2 < 4 else qf[q]), "shuffle_down keeps the upper lanes' values"
+            assert r[15] == qf[(q - 1) % 4] and r[16] == qf[(q + 3) % 4]
+            assert r[17] == qf[2] and r[18] == qf[0]
+            assert r[19] == float((qv > 1).all()) and r[20] == float((qv > 2).any())
+            assert r[21] == sum(1 << k for k in range(4) if qv[k] > 1)
+            # fill_up by 1: lane 0 takes the fill value (-f) of lane 3
+            assert r[22] == (qf[q - 1] if q >= 1 else -qf[3])
+            # fill_down by 1 within halves of 2 lanes: the upper lane of each half takes the
+            # fill value of the half's lower lane
+            half = q // 2 * 2
+            assert r[23] == (qf[q + 1] if q % 2 == 0 else -qf[half])
+
+
+def test_quad_group_functions_over_active_lanes(kernel):
+    v = (np.arange(32) * 5 % 3 + 1).astype(np.int32)
+    out = np.full(32 * 8, -7, np.float32)
+    kernel("quad_active")(v, out, threads=32, threads_per_threadgroup=32)
+    got = out.reshape(32, 8)
+    f = v.astype(np.float32)
+    for g, qf in enumerate(_quads(f)):
+        act = qf[:3]
+        for q in range(3):
+            r = got[g * 4 + q]
+            assert r[0] == act.sum() and r[1] == act[:q + 1].sum() and r[2] == act[:q].prod()
+            assert r[3] == float((act > 1).all())
+            assert r[4] == sum(1 << k for k in range(3) if act[k] > 1)
+            assert r[5] == 0b0111 and r[6] == float(q == 0) and r[7] == act[0]
+        assert np.all(got[g * 4 + 3] == -7), "a returned lane writes nothing"

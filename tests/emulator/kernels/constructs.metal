@@ -22,3 +22,54 @@ kernel void uniform_values(device const int* n [[buffer(0)]],
   out[i * 4 + 2] = acc;
   out[i * 4 + 3] = int(w.x + w.y) + int(i);
 }
+
+// the quad-group functions: each group of four lanes combines on its own
+kernel void quad_fns(device const int* vi [[buffer(0)]],
+                     device float* out [[buffer(1)]],
+                     uint t [[thread_index_in_threadgroup]],
+                     uint q [[thread_index_in_quadgroup]]) {
+  int v = vi[t];
+  float f = float(v);
+  device float* o = out + t * 24;
+  o[0] = quad_sum(f);
+  o[1] = quad_product(f);
+  o[2] = quad_max(f);
+  o[3] = quad_min(f);
+  o[4] = float(quad_and(v));
+  o[5] = float(quad_or(v));
+  o[6] = float(quad_xor(v));
+  o[7] = quad_prefix_exclusive_sum(f);
+  o[8] = quad_prefix_inclusive_sum(f);
+  o[9] = quad_prefix_exclusive_product(f);
+  o[10] = quad_prefix_inclusive_product(f);
+  o[11] = quad_shuffle(f, (q + 1) % 4);
+  o[12] = quad_shuffle_xor(f, 3);
+  o[13] = quad_shuffle_up(f, 1);
+  o[14] = quad_shuffle_down(f, 2);
+  o[15] = quad_shuffle_rotate_up(f, 1);
+  o[16] = quad_shuffle_rotate_down(f, 3);
+  o[17] = quad_broadcast(f, 2);
+  o[18] = quad_broadcast_first(f);
+  o[19] = quad_all(v > 1) ? 1.0f : 0.0f;
+  o[20] = quad_any(v > 2) ? 1.0f : 0.0f;
+  o[21] = float(ushort(quad_ballot(v > 1)));
+  o[22] = quad_shuffle_and_fill_up(f, -f, 1);
+  o[23] = quad_shuffle_and_fill_down(f, -f, 1, 2);
+}
+
+// the same over the active lanes only: the last lane of every quad has returned
+kernel void quad_active(device const int* vi [[buffer(0)]],
+                        device float* out [[buffer(1)]],
+                        uint t [[thread_index_in_threadgroup]]) {
+  if (t % 4 == 3) return;
+  float f = float(vi[t]);
+  device float* o = out + t * 8;
+  o[0] = quad_sum(f);
+  o[1] = quad_prefix_inclusive_sum(f);
+  o[2] = quad_prefix_exclusive_product(f);
+  o[3] = quad_all(f > 1.0f) ? 1.0f : 0.0f;
+  o[4] = float(ushort(quad_ballot(f > 1.0f)));
+  o[5] = float(ushort(quad_active_threads_mask()));
+  o[6] = quad_is_first() ? 1.0f : 0.0f;
+  o[7] = quad_broadcast_first(f);
+}
