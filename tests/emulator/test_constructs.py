@@ -72,3 +72,20 @@ def test_quad_group_functions_over_active_lanes(kernel):
             assert r[4] == sum(1 << k for k in range(3) if act[k] > 1)
             assert r[5] == 0b0111 and r[6] == float(q == 0) and r[7] == act[0]
         assert np.all(got[g * 4 + 3] == -7), "a returned lane writes nothing"
+
+
+def test_simd_and_quad_functions_on_threadgroup_elements(kernel):
+    x = (np.arange(32) % 5 * 0.5 + 0.5).astype(np.float32)
+    out = np.zeros(32 * 10, np.float32)
+    kernel("simd_on_threadgroup")(x, out, threads=32, threads_per_threadgroup=32)
+    got = out.reshape(32, 10)
+    for t in range(32):
+        r = got[t]
+        assert r[0] == np.float32(x.sum()) and r[1] == x.max()
+        assert r[2] == x[t // 4 * 4:t // 4 * 4 + 4].sum()
+        assert r[3] == x[(t + 3) % 32]
+        np.testing.assert_allclose(r[4], np.prod(x[:t], dtype=np.float32), rtol=1e-6)
+        np.testing.assert_allclose(r[5], np.prod(x[:t + 1], dtype=np.float32), rtol=1e-6)
+        assert r[6] == x[5] and r[7] == -x[5]
+        assert r[8] == (-x[t + 1] if t < 31 else -x[t])
+        assert r[9] == sum(1 << k for k in range(8) if x[k] > 1)

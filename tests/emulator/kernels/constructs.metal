@@ -73,3 +73,26 @@ kernel void quad_active(device const int* vi [[buffer(0)]],
   o[6] = quad_is_first() ? 1.0f : 0.0f;
   o[7] = quad_broadcast_first(f);
 }
+
+// simd-group and quad-group functions take threadgroup array elements (scalars and vectors)
+kernel void simd_on_threadgroup(device const float* in [[buffer(0)]],
+                                device float* out [[buffer(1)]],
+                                uint t [[thread_index_in_threadgroup]]) {
+  threadgroup float s[32];
+  threadgroup float2 v[32];
+  s[t] = in[t];
+  v[t] = float2(in[t], -in[t]);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  device float* o = out + t * 10;
+  o[0] = simd_sum(s[t]);
+  o[1] = simd_max(s[t]);
+  o[2] = quad_sum(s[t]);
+  o[3] = simd_shuffle(s[t], (t + 3) % 32);
+  o[4] = simd_prefix_exclusive_product(s[t]);
+  o[5] = simd_prefix_inclusive_product(s[t]);
+  float2 b = simd_broadcast(v[t], 5);
+  o[6] = b.x;
+  o[7] = b.y;
+  o[8] = simd_shuffle_down(v[t], 1).y;
+  o[9] = float(ulong(simd_ballot(s[t] > 1.0f)) & 0xffu);
+}
