@@ -89,3 +89,19 @@ def test_simd_and_quad_functions_on_threadgroup_elements(kernel):
         assert r[6] == x[5] and r[7] == -x[5]
         assert r[8] == (-x[t + 1] if t < 31 else -x[t])
         assert r[9] == sum(1 << k for k in range(8) if x[k] > 1)
+
+
+def test_fast_and_precise_keep_float_overloads_when_a_header_adds_bfloat_ones(kernel):
+    x = np.array([0.5, 1.25, 2.0], np.float32)
+    out = np.zeros(3 * 9, np.float32)
+    kernel("fast_precise")(x, out, threads=3, threads_per_threadgroup=3)
+    got = out.reshape(3, 9)
+    ulp = dict(rtol=2e-7)
+    np.testing.assert_allclose(got[:, 0], np.exp(x), **ulp)
+    np.testing.assert_allclose(got[:, 1], np.sqrt(x), **ulp)
+    np.testing.assert_allclose(got[:, 2], np.exp(x), **ulp)
+    np.testing.assert_allclose(got[:, 3], np.sin(x), **ulp)
+    np.testing.assert_array_equal(got[:, 4], np.exp(x.astype(np.float16)).astype(np.float32))
+    np.testing.assert_allclose(got[:, 5], np.exp(x), **ulp)
+    # bfloat arguments reach the header's overloads
+    assert got[:, 6].tolist() == [43] * 3 and got[:, 7].tolist() == [46] * 3 and got[:, 8].tolist() == [42] * 3

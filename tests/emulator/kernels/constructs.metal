@@ -96,3 +96,34 @@ kernel void simd_on_threadgroup(device const float* in [[buffer(0)]],
   o[8] = simd_shuffle_down(v[t], 1).y;
   o[9] = float(ulong(simd_ballot(s[t] > 1.0f)) & 0xffu);
 }
+
+// a header that adds bfloat overloads to metal, metal::fast and metal::precise (as MLX's
+// bf16_math.h does) must not capture calls with float or half arguments
+namespace metal {
+inline bfloat exp(bfloat) { return bfloat(42.0f); }
+namespace fast {
+inline bfloat exp(bfloat) { return bfloat(43.0f); }
+inline bfloat sqrt(bfloat) { return bfloat(44.0f); }
+}  // namespace fast
+namespace precise {
+inline bfloat exp(bfloat) { return bfloat(45.0f); }
+inline bfloat sin(bfloat) { return bfloat(46.0f); }
+}  // namespace precise
+}  // namespace metal
+
+kernel void fast_precise(device const float* in [[buffer(0)]],
+                         device float* out [[buffer(1)]],
+                         uint i [[thread_position_in_grid]]) {
+  float x = in[i];
+  half h = half(x);
+  device float* o = out + i * 9;
+  o[0] = metal::fast::exp(x);
+  o[1] = fast::sqrt(x);
+  o[2] = metal::precise::exp(x);
+  o[3] = precise::sin(x);
+  o[4] = float(metal::fast::exp(h));
+  o[5] = metal::exp(x);
+  o[6] = float(metal::fast::exp(bfloat(x)));
+  o[7] = float(metal::precise::sin(bfloat(x)));
+  o[8] = float(metal::exp(bfloat(x)));
+}
