@@ -105,3 +105,9 @@ def test_fast_and_precise_keep_float_overloads_when_a_header_adds_bfloat_ones(ke
     np.testing.assert_allclose(got[:, 5], np.exp(x), **ulp)
     # bfloat arguments reach the header's overloads
     assert got[:, 6].tolist() == [43] * 3 and got[:, 7].tolist() == [46] * 3 and got[:, 8].tolist() == [42] * 3
+
+
+def test_metal_internal_type_traits(kernel):
+    out = np.zeros(6, np.int32)
+    kernel("internal_traits")(out, threads=1, threads_per_threadgroup=1)
+    assert out.tolist() == [1, 1, 2, 2, 1, 0]

@@ -127,3 +127,24 @@ kernel void fast_precise(device const float* in [[buffer(0)]],
   o[7] = float(metal::precise::sin(bfloat(x)));
   o[8] = float(metal::exp(bfloat(x)));
 }
+
+// Metal's internal type traits, as MLX's atomic.h uses them
+#pragma METAL internals : enable
+template <typename T>
+constexpr constant bool is_native_atomic = _disjunction<is_same<T, int>, is_same<T, uint>, is_same<T, float>>::value;
+template <typename T>
+constexpr constant bool is_not_native = _negation<_disjunction<is_same<T, int>, is_same<T, uint>>>::value &&
+                                        _conjunction<is_arithmetic<T>, is_signed<T>>::value;
+#pragma METAL internals : disable
+
+template <typename T, enable_if_t<is_native_atomic<T>, bool> = true> int atomic_kind() { return 1; }
+template <typename T, enable_if_t<!is_native_atomic<T>, bool> = true> int atomic_kind() { return 2; }
+
+kernel void internal_traits(device int* out [[buffer(0)]]) {
+  out[0] = atomic_kind<int>();
+  out[1] = atomic_kind<float>();
+  out[2] = atomic_kind<half>();
+  out[3] = atomic_kind<short>();
+  out[4] = is_not_native<short> ? 1 : 0;
+  out[5] = is_not_native<uint> ? 1 : 0;
+}
