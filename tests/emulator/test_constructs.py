@@ -111,3 +111,11 @@ def test_metal_internal_type_traits(kernel):
     out = np.zeros(6, np.int32)
     kernel("internal_traits")(out, threads=1, threads_per_threadgroup=1)
     assert out.tolist() == [1, 1, 2, 2, 1, 0]
+
+
+@pytest.mark.parametrize("name,expect", [("angle_close_float", lambda i: 3 * i), ("scaled_4", lambda i: 4 * i),
+                                         ("scaled_5", lambda i: 5 * i)])
+def test_kernel_template_forms(kernel, name, expect):
+    out = np.zeros(6, np.float32)
+    kernel(name)(out, threads=6, threads_per_threadgroup=6)
+    assert out.tolist() == [expect(i) for i in range(6)]

@@ -222,7 +222,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     if so.exists() and man.exists():
         stats["cache_hits"] += 1
         return so, json.loads(man.read_text()), True
-    rw = rewrite(pre, filename, function_constants, only=kernel)
+    rw = rewrite(pre, filename, function_constants, only=None if kernel is None else {kernel})
     manifest = {
         "kernels": {
             name: {

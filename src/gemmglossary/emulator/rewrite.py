@@ -7,6 +7,7 @@ linemarkers of the preprocessed input still map each line to the original .metal
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from .errors import CompileError
@@ -133,6 +134,13 @@ def _text(toks: list[Tok], a: int, b: int) -> str:
     return " ".join(t.text for t in toks[a:b + 1] if t.kind not in ("ws", "nl", "comment")).strip()
 
 
+def _angle_text(toks: list[Tok], lt: int, gt: int) -> str:
+    """The text between the '<' at lt and its closer at gt; a closing '>>' also ends an
+    inner list, whose '>' belongs to the text."""
+    inner = _text(toks, lt + 1, gt - 1)
+    return inner + " >" if toks[gt].text == ">>" else inner
+
+
 def _attr_items(toks: list[Tok], a: int, b: int) -> list[tuple[str, str]]:
     """Items of an attribute list between [[ (at a) and ]] (ending at b): (name, argument text)."""
     items: list[tuple[str, str]] = []
@@ -182,8 +190,10 @@ def _c_value(v, typ: str) -> str:
 
 
 class Rewriter:
-    def __init__(self, text: str, default_file: str, function_constants: dict | None, only: str | None = None):
-        self.only = only
+    def __init__(self, text: str, default_file: str, function_constants: dict | None,
+                 only: Collection[str] | None = None):
+        # the host names of the kernels to instantiate (None: all of them)
+        self.only = None if only is None else ({only} if isinstance(only, str) else set(only))
         self.all_names: list[str] = []
         self.ns_hint = text
         self.toks = tokenize(text)
@@ -309,132 +319,101 @@ class Rewriter:
         names = [s for s in stack if s]
         return "".join(n + "::" for n in names)
 
+    # A kernel is declared in one of four forms (attributes may sit before the declaration,
+    # between its specifiers, after its name and after its parameter list):
+    #   [[kernel]] void f(params) {...}                       a kernel
+    #   template <...> [[kernel]] void f(params) {...}         a kernel template
+    #   template [[host_name("x")]] [[kernel]] decltype(f<A>) f<A>;   an instantiation
+    #   template [[host_name("x")]] kernel f_t f<A>;  /  ... void f<A>(params);
     def parse_kernel(self, i: int) -> int:
+        """Parse the kernel declaration whose `kernel` keyword or [[kernel]] attribute is at i."""
+        start, template_params, explicit = self._kernel_head(i)
+        if explicit:
+            return self._kernel_instantiation(i, start)
+        return self._kernel_definition(i, start, template_params)
+
+    def _kernel_head(self, i: int) -> tuple[int, str | None, bool]:
+        """(first token of the declaration, text of its template <...> list or None, whether
+        it is an explicit instantiation), walking back from i over attributes."""
         toks = self.toks
-        start_tok = toks[i]
-        # look back for `template <...>` / `template` (explicit instantiation) and attributes
-        mtt = None
-        host_name = None
+        start = i
         b = _prev_sig(toks, i - 1)
-        lead_attrs = []
-        while b >= 0 and toks[b].text == "]" and b > 0 and toks[_prev_sig(toks, b - 1)].text == "]":
-            # an attribute block ending just before
-            k = _match_back(toks, b)
-            lead_attrs.append((k, b))
-            b = _prev_sig(toks, k - 1)
-        gnu_before = []
-        while b >= 0 and toks[b].text == ")":
-            m = _match_back(toks, b)
-            ga = _prev_sig(toks, m - 1)
-            if ga < 0 or toks[ga].text != "__attribute__":
-                break
-            gnu_before += _attr_items_gnu(toks, ga, b)
-            b = _prev_sig(toks, ga - 1)
-        for n_, a_ in gnu_before:
-            if n_ == "max_total_threads_per_threadgroup":
-                mtt = a_
-        template_params = None
-        explicit_inst = False
-        if b >= 0 and toks[b].text == ">":
-            # template <...> header
-            k = _match_back(toks, b)
-            kt = _prev_sig(toks, k - 1)
-            if kt >= 0 and toks[kt].text == "template":
-                template_params = _text(toks, k + 1, b - 1)
-        elif b >= 0 and toks[b].text == "template":
-            explicit_inst = True
-            inst_start = b
-        # scan forward over attributes / kernel keyword / __attribute__ up to the declarator
-        j = i
-        attrs: list[tuple[str, str]] = []
-        for a, e in lead_attrs:
-            attrs += _attr_items(toks, a, e)
-        while True:
-            j = _sig(toks, j)
-            if _is_attr_start(toks, j):
-                e = _find_attr_end(toks, j)
-                attrs += _attr_items(toks, j, e)
-                j = e + 1
-            elif toks[j].text == "kernel":
-                j += 1
-            elif toks[j].text == "__attribute__":
-                k = _match(toks, _sig(toks, j + 1))
-                inner = _attr_items_gnu(toks, j, k)
-                attrs += inner
-                j = k + 1
+        while b > 0:
+            if toks[b].text == "]" and toks[_prev_sig(toks, b - 1)].text == "]":
+                start = _match_back(toks, b)
+            elif toks[b].text == ")" and toks[_prev_sig(toks, _match_back(toks, b) - 1)].text == "__attribute__":
+                start = _prev_sig(toks, _match_back(toks, b) - 1)
             else:
                 break
-        for n, a in attrs:
+            b = _prev_sig(toks, start - 1)
+        if b >= 0 and toks[b].text == "template":
+            return b, None, True
+        if b >= 0 and toks[b].text in (">", ">>"):
+            lt = _match_back(toks, b)
+            kt = _prev_sig(toks, lt - 1)
+            if kt >= 0 and toks[kt].text == "template":
+                return kt, _angle_text(toks, lt, b), False
+        return start, None, False
+
+    def _attributes(self, a: int, b: int) -> tuple[list[tuple[str, str]], int]:
+        """The [[...]] and __attribute__((...)) items between tokens a and b (parenthesized
+        groups that are not attributes, such as a parameter list, are skipped) and the index
+        of the first `(` that is not part of an attribute (or b + 1)."""
+        toks = self.toks
+        items: list[tuple[str, str]] = []
+        first_paren = -1
+        k = a
+        while k <= b:
+            if _is_attr_start(toks, k):
+                e = _find_attr_end(toks, k)
+                items += _attr_items(toks, k, e)
+                k = e + 1
+            elif toks[k].text == "__attribute__":
+                e = _match(toks, _sig(toks, k + 1))
+                items += _attr_items_gnu(toks, k, e)
+                k = e + 1
+            elif toks[k].text == "(":
+                if first_paren < 0:
+                    first_paren = k
+                k = _match(toks, k) + 1
+            else:
+                k += 1
+        return items, (first_paren if first_paren >= 0 else b + 1)
+
+    @staticmethod
+    def _kernel_options(items: list[tuple[str, str]]) -> tuple[str | None, str | None]:
+        """(max_total_threads_per_threadgroup expression, host_name) from attribute items."""
+        mtt = host_name = None
+        for n, a in items:
             if n == "max_total_threads_per_threadgroup":
                 mtt = a
-            if n == "host_name":
+            elif n == "host_name":
                 host_name = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', a))
-        if explicit_inst:
-            # template [[host_name("x")]] [[kernel]] decltype(f<...>) f<...>;
-            if toks[j].text != "decltype":
-                raise self.err(toks[j], "expected decltype(...) in a kernel instantiation")
-            p = _sig(toks, j + 1)
-            q = _match(toks, p)
-            inner = _sig(toks, p + 1)
-            fname = toks[inner].text
-            lt = _sig(toks, inner + 1)
-            targs = None
-            if toks[lt].text == "<":
-                gt = _match(toks, lt)
-                targs = _text(toks, lt + 1, gt - 1)
-            semi = q
-            while toks[semi].text != ";":
-                semi += 1
-            base = self.template_kernels.get(fname)
-            if base is None:
-                raise self.err(toks[j], f"instantiation of unknown template kernel '{fname}'")
-            name = host_name or f"{fname}<{targs}>"
-            self.all_names.append(name)
-            if self.only is not None and name != self.only:
-                # instantiate only the kernel that was asked for: MLX files instantiate dozens
-                _blank(toks, inst_start, semi, " ")
-                return semi + 1
-            kd = KernelDecl(name=name, fn=fname, params=base.params, file=start_tok.file, line=start_tok.line,
-                            mtt_expr=mtt or base.mtt_expr, template_params=base.template_params,
-                            template_args=targs, is_template=True, ns=base.ns)
-            self.add_kernel(kd, start_tok)
-            return semi + 1
-        # return type and name
-        rt = j
-        k = j
-        while toks[k].text != "(":
-            if toks[k].text == "__attribute__":
-                e = _match(toks, _sig(toks, k + 1))
-                for n, a in _attr_items_gnu(toks, k, e):
-                    if n == "max_total_threads_per_threadgroup":
-                        mtt = a
-                k = e
-            k += 1
-        name_i = _prev_sig(toks, k - 1)
-        # __attribute__ after the name
-        while toks[name_i].text == ")" :
-            # walk back over __attribute__((...)) placed after the name
-            m = _match_back(toks, name_i)
-            ga = _prev_sig(toks, m - 1)
-            if toks[ga].text != "__attribute__":
-                break
-            attrs2 = _attr_items_gnu(toks, ga, name_i)
-            for n, a in attrs2:
-                if n == "max_total_threads_per_threadgroup":
-                    mtt = a
-            name_i = _prev_sig(toks, ga - 1)
-        # the attribute after the name may also come after the parameter list; handled below
+        return mtt, host_name
+
+    def _statement_end(self, i: int, stops: tuple[str, ...]) -> int:
+        """Index of the first token in `stops` at or after i, outside brackets."""
+        toks = self.toks
+        k = i
+        while k < len(toks) and toks[k].text not in stops:
+            k = _match(toks, k) + 1 if toks[k].text in ("(", "[") else k + 1
+        if k >= len(toks):
+            raise self.err(toks[i], "unterminated kernel declaration")
+        return k
+
+    def _kernel_definition(self, i: int, start: int, template_params: str | None) -> int:
+        toks = self.toks
+        # the parameter list: the first parenthesized group that is not an attribute's
+        _, lp = self._attributes(i, self._statement_end(i, ("{", ";")) - 1)
+        rp = _match(toks, lp)
+        body = self._statement_end(rp + 1, ("{", ";"))
+        items = self._attributes(start, lp - 1)[0] + self._attributes(rp + 1, body - 1)[0]
+        mtt, host_name = self._kernel_options(items)
+        name_i = _prev_sig(toks, lp - 1)
+        while toks[name_i].text == ")":  # __attribute__((...)) between the name and the parameters
+            name_i = _prev_sig(toks, _prev_sig(toks, _match_back(toks, name_i) - 1) - 1)
         fname = toks[name_i].text
-        del rt
-        close = _match(toks, k)
-        after = _sig(toks, close + 1)
-        while toks[after].text == "__attribute__":
-            e = _match(toks, _sig(toks, after + 1))
-            for n, a in _attr_items_gnu(toks, after, e):
-                if n == "max_total_threads_per_threadgroup":
-                    mtt = a
-            after = _sig(toks, e + 1)
-        params = self.parse_params(k, close, toks[name_i])
+        params = self.parse_params(lp, rp, toks[name_i])
         kd = KernelDecl(name=host_name or fname, fn=fname, params=params, file=toks[name_i].file,
                         line=toks[name_i].line, mtt_expr=mtt, template_params=template_params,
                         is_template=template_params is not None,
@@ -443,7 +422,37 @@ class Rewriter:
             self.template_kernels[fname] = kd
         else:
             self.add_kernel(kd, toks[name_i])
-        return close + 1
+        return rp + 1
+
+    def _kernel_instantiation(self, i: int, start: int) -> int:
+        toks = self.toks
+        semi = self._statement_end(i, (";", "{"))
+        if toks[semi].text != ";":
+            raise self.err(toks[i], "an explicit kernel instantiation ends with ';'")
+        mtt, host_name = self._kernel_options(self._attributes(start, semi - 1)[0])
+        # the declarator: NAME<ARGS> before the ';' (or before a parameter list)
+        e = _prev_sig(toks, semi - 1)
+        if toks[e].text == ")":
+            e = _prev_sig(toks, _match_back(toks, e) - 1)
+        if toks[e].text not in (">", ">>"):
+            raise self.err(toks[e], "expected the kernel template's arguments (f<...>) in a kernel instantiation")
+        lt = _match_back(toks, e)
+        fname = toks[_prev_sig(toks, lt - 1)].text
+        targs = _angle_text(toks, lt, e)
+        base = self.template_kernels.get(fname)
+        if base is None:
+            raise self.err(toks[i], f"instantiation of unknown template kernel '{fname}'")
+        name = host_name or f"{fname}<{targs}>"
+        self.all_names.append(name)
+        if self.only is not None and name not in self.only:
+            # instantiate only the kernels that were asked for: MLX files instantiate hundreds
+            _blank(toks, start, semi, " ")
+            return semi + 1
+        kd = KernelDecl(name=name, fn=fname, params=base.params, file=toks[i].file, line=toks[i].line,
+                        mtt_expr=mtt or base.mtt_expr, template_params=base.template_params,
+                        template_args=targs, is_template=True, ns=base.ns)
+        self.add_kernel(kd, toks[i])
+        return semi + 1
 
     def add_kernel(self, kd: KernelDecl, t: Tok) -> None:
         if not kd.is_template:
@@ -932,5 +941,7 @@ def _arity(typ: str) -> int:
     return 1
 
 
-def rewrite(text: str, default_file: str, function_constants: dict | None = None, only: str | None = None) -> Rewritten:
+def rewrite(text: str, default_file: str, function_constants: dict | None = None,
+            only: Collection[str] | None = None) -> Rewritten:
+    """Rewrite preprocessed Metal source; `only` names the kernel instantiations to keep."""
     return Rewriter(text, default_file, function_constants, only).run()

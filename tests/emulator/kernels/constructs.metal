@@ -148,3 +148,18 @@ kernel void internal_traits(device int* out [[buffer(0)]]) {
   out[4] = is_not_native<short> ? 1 : 0;
   out[5] = is_not_native<uint> ? 1 : 0;
 }
+
+// a kernel template whose parameter list ends in '>>' (one token to the lexer)
+template <typename T, typename V = vec<T, 2>>
+[[kernel]] void angle_close(device T* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  V v = V(T(i), T(2 * i));
+  out[i] = v.x + v.y;
+}
+template [[host_name("angle_close_float")]] [[kernel]] decltype(angle_close<float>) angle_close<float>;
+
+// instantiations through a typedef of the kernel's type, and with the full signature
+template <int N>
+kernel void scaled(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = N * float(i); }
+typedef decltype(scaled<1>) scaled_t;
+template [[host_name("scaled_4")]] kernel scaled_t scaled<4>;
+template [[host_name("scaled_5")]] kernel void scaled<5>(device float*, uint);
