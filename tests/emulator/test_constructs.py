@@ -119,3 +119,13 @@ def test_kernel_template_forms(kernel, name, expect):
     out = np.zeros(6, np.float32)
     kernel(name)(out, threads=6, threads_per_threadgroup=6)
     assert out.tolist() == [expect(i) for i in range(6)]
+
+
+@pytest.mark.parametrize("use", [0, 1])
+def test_threadgroup_array_where_a_pointer_is_expected(kernel, use):
+    out = np.zeros(16, np.float32)
+    kernel("array_as_pointer")(out, use, threads=8, threads_per_threadgroup=8)
+    if use:
+        assert out[:8].tolist() == [36] * 8 and out[8:].tolist() == [8 - t for t in range(8)]
+    else:
+        assert out[:8].tolist() == [-1] * 8 and out[8:].tolist() == [-2] * 8

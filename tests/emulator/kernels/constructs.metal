@@ -163,3 +163,21 @@ kernel void scaled(device float* out [[buffer(0)]], uint i [[thread_position_in_
 typedef decltype(scaled<1>) scaled_t;
 template [[host_name("scaled_4")]] kernel scaled_t scaled<4>;
 template [[host_name("scaled_5")]] kernel void scaled<5>(device float*, uint);
+
+// a function-scope threadgroup array where a pointer is expected, next to a null pointer
+inline float sum_or_default(threadgroup float* p, int n) {
+  if (p == nullptr) return -1.0f;
+  float s = 0.0f;
+  for (int k = 0; k < n; ++k) s += p[k];
+  return s;
+}
+kernel void array_as_pointer(device float* out [[buffer(0)]],
+                             constant int& use [[buffer(1)]],
+                             uint t [[thread_index_in_threadgroup]]) {
+  threadgroup float tgp_memory[8];
+  tgp_memory[t] = float(t + 1);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[t] = sum_or_default(use == 0 ? nullptr : tgp_memory, 8);
+  threadgroup float* q = use != 0 ? tgp_memory : nullptr;
+  out[8 + t] = q ? q[7 - t] : -2.0f;
+}
