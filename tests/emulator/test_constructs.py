@@ -129,3 +129,19 @@ def test_threadgroup_array_where_a_pointer_is_expected(kernel, use):
         assert out[:8].tolist() == [36] * 8 and out[8:].tolist() == [8 - t for t in range(8)]
     else:
         assert out[:8].tolist() == [-1] * 8 and out[8:].tolist() == [-2] * 8
+
+
+def test_matrix_types(kernel):
+    x = np.arange(1, 13, dtype=np.float32) * 0.5
+    out = np.zeros(32, np.float32)
+    kernel("matrices")(x, out, threads=1, threads_per_threadgroup=1)
+    a = x[:6].reshape(3, 2).T          # columns are stored one after the other
+    b = x[6:12].reshape(2, 3).T
+    ab = a @ b
+    v = np.array([1, -2, 0.5], np.float32)
+    e = ab + 2.5 * np.eye(2) - 2.0 * ab * 0.25
+    h = np.array([[1.5, -1.0], [2.0, 4.0]]) @ np.array([2.0, 1.0])
+    m4 = np.array([[2, 1, 0, 0], [0, 3, 1, 0], [1, 0, 4, 0], [0, 0, 0, 5]], np.float64).T
+    expect = [*ab.T.ravel(), *(a @ v), *(np.array([3, -1]) @ a), *e.T.ravel(), *a.ravel(), np.linalg.det(ab),
+              *h, np.linalg.det(m4), 9 + 1]
+    np.testing.assert_allclose(out[:len(expect)], expect, rtol=1e-5)

@@ -181,3 +181,32 @@ kernel void array_as_pointer(device float* out [[buffer(0)]],
   threadgroup float* q = use != 0 ? tgp_memory : nullptr;
   out[8 + t] = q ? q[7 - t] : -2.0f;
 }
+
+// matrix types: constructors, columns, + - *, transpose, determinant
+kernel void matrices(device const float* in [[buffer(0)]],
+                     device float* out [[buffer(1)]]) {
+  float3x2 a(in[0], in[1], in[2], in[3], in[4], in[5]);   // 3 columns of float2
+  float2x3 b(float3(in[6], in[7], in[8]), float3(in[9], in[10], in[11]));
+  float2x2 ab = a * b;                                     // (2x3) . (3x2) -> 2x2
+  float3 v = float3(1.0f, -2.0f, 0.5f);
+  float2 av = a * v;                                       // matrix . column vector
+  float3 wa = float2(3.0f, -1.0f) * a;                     // row vector . matrix
+  float2x2 d(2.5f);                                        // diagonal
+  float2x2 e = ab + d - 2.0f * ab * 0.25f;
+  float2x3 t = transpose(a);
+  half2x2 h = half2x2(half2(1.5h, 2.0h), half2(-1.0h, 4.0h));
+  half2 hv = h * half2(2.0h, 1.0h);
+  int k = 0;
+  for (int c = 0; c < 2; ++c) for (int r = 0; r < 2; ++r) out[k++] = ab[c][r];
+  out[k++] = av.x; out[k++] = av.y;
+  out[k++] = wa.x; out[k++] = wa.y; out[k++] = wa.z;
+  for (int c = 0; c < 2; ++c) for (int r = 0; r < 2; ++r) out[k++] = e[c][r];
+  for (int c = 0; c < 2; ++c) for (int r = 0; r < 3; ++r) out[k++] = t[c][r];
+  out[k++] = determinant(ab);
+  out[k++] = float(hv.x); out[k++] = float(hv.y);
+  float4x4 m4(float4(2, 1, 0, 0), float4(0, 3, 1, 0), float4(1, 0, 4, 0), float4(0, 0, 0, 5));
+  out[k++] = determinant(m4);
+  float3x3 m3(1.0f);
+  m3[1] = float3(7, 8, 9);
+  out[k++] = m3[1][2] + m3[2][2];
+}
