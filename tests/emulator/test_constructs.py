@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmglossary.emulator import load_kernel
+from gemmglossary.emulator import CompileError, load_kernel
 
 SRC = Path(__file__).parent / "kernels" / "constructs.metal"
 
@@ -145,3 +145,22 @@ def test_matrix_types(kernel):
     expect = [*ab.T.ravel(), *(a @ v), *(np.array([3, -1]) @ a), *e.T.ravel(), *a.ravel(), np.linalg.det(ab),
               *h, np.linalg.det(m4), 9 + 1]
     np.testing.assert_allclose(out[:len(expect)], expect, rtol=1e-5)
+
+
+def test_explicit_specialization_inside_a_class(kernel):
+    out = np.zeros(4, np.float32)
+    kernel("member_specialization")(out, threads=1, threads_per_threadgroup=1)
+    assert out.tolist() == [2, 3, 10, 20]
+
+
+def test_explicit_specialization_with_arguments_inside_a_class_is_an_error():
+    src = """#include <metal_stdlib>
+using namespace metal;
+struct S {
+  template <int N> int f() { return N; }
+  template <> int f<0>() { return -1; }
+};
+kernel void k(device int* o [[buffer(0)]]) { S s; o[0] = s.f<0>(); }
+"""
+    with pytest.raises(CompileError, match=r"<source>:5: error: an explicit specialization with template arguments"):
+        load_kernel(src, "k")

@@ -218,6 +218,7 @@ class Rewriter:
                 t.text = ""
         self.pass_function_constants()
         self.pass_kernels()
+        self.pass_member_specializations()
         self.pass_address_spaces()
         self.pass_dedupe()
         self.pass_cleanup()
@@ -226,6 +227,64 @@ class Rewriter:
         self.out.text = text
         self.out.all_names = self.all_names
         return self.out
+
+    def pass_member_specializations(self) -> None:
+        """Metal's clang accepts an explicit specialization of a member function template
+        inside its class; g++ does not. Without explicit template arguments (the form MLX
+        uses) the specialization becomes an ordinary overload, which overload resolution
+        prefers for exactly the argument types the specialization names."""
+        toks = self.toks
+        for k in self._class_scope_tokens():
+            if toks[k].text != "template":
+                continue
+            lt = _sig(toks, k + 1)
+            gt = _sig(toks, lt + 1) if lt < len(toks) else lt
+            if lt >= len(toks) or toks[lt].text != "<" or toks[gt].text != ">":
+                continue
+            # the declarator: the function name, before its parameter list
+            j = _sig(toks, gt + 1)
+            while j < len(toks) and toks[j].text not in ("(", ";", "{"):
+                if toks[j].text == "operator":  # operator() is a name that holds parentheses
+                    j = _sig(toks, j + 1)
+                    if toks[j].text == "(":
+                        j = _sig(toks, _match(toks, j) + 1)
+                    continue
+                j = _sig(toks, j + 1)
+            if j >= len(toks) or toks[j].text != "(":
+                continue  # not a function (a member class specialization): left to the compiler
+            if toks[_prev_sig(toks, j - 1)].text in (">", ">>"):
+                raise self.err(toks[k], "an explicit specialization with template arguments inside a class: "
+                                        "Metal's compiler accepts it, the emulator's host compiler (g++) does not; "
+                                        "declare it at namespace scope")
+            _blank(toks, k, gt, " ")
+
+    def _class_scope_tokens(self):
+        """Indices of the tokens directly inside a struct, class or union body."""
+        toks = self.toks
+        stack: list[bool] = []  # per open brace: is it a class body
+        head: list[str] = []  # significant words since the last ; { or }
+        for k, t in enumerate(toks):
+            if t.kind in ("ws", "nl", "comment", "pp"):
+                continue
+            if t.text == "{":
+                words = [w for w in head if w not in ("typedef", "template")]
+                is_class = bool(words) and words[0] in ("struct", "class", "union") and "(" not in head \
+                    and "=" not in head
+                stack.append(is_class)
+                head = []
+            elif t.text == "}":
+                if stack:
+                    stack.pop()
+                head = []
+            elif t.text == ";":
+                head = []
+            else:
+                if stack and stack[-1]:
+                    yield k
+                if t.text == ":" and head and head[-1] in ("public", "private", "protected"):
+                    head = []
+                else:
+                    head.append(t.text)
 
     def pass_function_constants(self) -> None:
         toks = self.toks

@@ -210,3 +210,18 @@ kernel void matrices(device const float* in [[buffer(0)]],
   m3[1] = float3(7, 8, 9);
   out[k++] = m3[1][2] + m3[2][2];
 }
+
+// an explicit specialization declared inside its class (as MLX's binary_ops.h does)
+struct Pick {
+  template <typename T> T operator()(T x, T y) thread { return x < y ? x : y; }
+  template <> int operator()(int x, int y) thread { return x > y ? x : y; }
+  template <typename T> T twice(T x) { return x + x; }
+  template <> float twice(float x) { return 4.0f * x; }
+};
+kernel void member_specialization(device float* out [[buffer(0)]]) {
+  Pick p;
+  out[0] = p(2.0f, 3.0f);
+  out[1] = float(p(2, 3));
+  out[2] = float(p.twice(short(5)));
+  out[3] = p.twice(5.0f);
+}
