@@ -164,3 +164,25 @@ kernel void k(device int* o [[buffer(0)]]) { S s; o[0] = s.f<0>(); }
 """
     with pytest.raises(CompileError, match=r"<source>:5: error: an explicit specialization with template arguments"):
         load_kernel(src, "k")
+
+
+ASM_SRC = """#include <metal_stdlib>
+using namespace metal;
+METAL_FUNC float air_exp(float x) __asm("air.fast_exp.f32");
+METAL_FUNC float air_unused(float x) __asm("air.unused.f32");
+kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  o[i] = USE_IT ? air_exp(o[i]) : o[i] + 1.0f;
+}
+"""
+
+
+def test_asm_linkage_to_an_air_intrinsic_is_a_compile_error_where_it_is_called():
+    with pytest.raises(CompileError) as e:
+        load_kernel(ASM_SRC, "k", defines={"USE_IT": 1})
+    msg = str(e.value)
+    assert msg.startswith("<source>:3:") and "'air.fast_exp.f32' is an undocumented Metal intrinsic" in msg
+    assert "Metal 4 compilers reject" in msg and "<source>:6" in msg  # the line that calls it
+    # declared but never called: nothing to run, nothing to report
+    o = np.zeros(2, np.float32)
+    load_kernel(ASM_SRC, "k", defines={"USE_IT": 0})(o, threads=2, threads_per_threadgroup=2)
+    assert o.tolist() == [1, 1]

@@ -158,6 +158,8 @@ def _pretty(ln: str) -> str:
                 r"_Float16|bool), ([234])>",
                 lambda m: {"unsigned int": "uint", "unsigned short": "ushort", "unsigned char": "uchar",
                            "unsigned long": "ulong", "_Float16": "half"}.get(m.group(1), m.group(1)) + m.group(2), ln)
+    # the call the rewriter gives an __asm("air.*") declaration (rewrite.py: pass_asm_intrinsics)
+    ln = re.sub(r"call to \S*__mslemu_air_\w+(?:\(\))?\S* declared with (?:attribute error|'error' attribute): ", "", ln)
     return ln.replace("_Float16", "half")
 
 

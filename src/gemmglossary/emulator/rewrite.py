@@ -216,6 +216,7 @@ class Rewriter:
                 shim_done = True
             elif t.kind == "pp" and re.match(r"#\s*pragma\s+(clang|unroll)", t.text):
                 t.text = ""
+        self.pass_asm_intrinsics()
         self.pass_function_constants()
         self.pass_kernels()
         self.pass_member_specializations()
@@ -227,6 +228,31 @@ class Rewriter:
         self.out.text = text
         self.out.all_names = self.all_names
         return self.out
+
+    def pass_asm_intrinsics(self) -> None:
+        """`__asm("air.x")` links a declaration to an undocumented intrinsic of Apple's compiler.
+        The declaration gets a body that calls a function with an error attribute: a call
+        that survives compilation is a compile error at the __asm line (the compiler adds
+        where it was called from), and a declaration nobody calls costs nothing."""
+        toks = self.toks
+        for i, t in enumerate(toks):
+            if t.kind != "id" or t.text not in ("__asm", "__asm__", "asm"):
+                continue
+            lp = _sig(toks, i + 1)
+            if lp >= len(toks) or toks[lp].text != "(":
+                continue
+            rp = _match(toks, lp)
+            name = "".join(x.text.strip('"') for x in toks[lp + 1:rp] if x.kind == "str")
+            if not name.startswith("air."):
+                continue
+            semi = _sig(toks, rp + 1)
+            if semi >= len(toks) or toks[semi].text != ";":
+                raise self.err(t, f"expected ';' after the __asm linkage to '{name}'")
+            msg = (f"'{name}' is an undocumented Metal intrinsic (linked with __asm): the emulator cannot run it, "
+                   f"and Metal 4 compilers reject __asm linkage to air intrinsics")
+            fn = f"__mslemu_air_{t.line}_{i}"
+            _blank(toks, i, semi, f'{{ extern void {fn}() __attribute__((error("{_esc(msg)}"))); {fn}(); '
+                                  f'__builtin_unreachable(); }}')
 
     def pass_member_specializations(self) -> None:
         """Metal's clang accepts an explicit specialization of a member function template
