@@ -1,12 +1,13 @@
 """Constructs of real Metal code, one small kernel each (kernels/constructs.metal), checked
 against numpy or exact values; the file is compiled once for the whole module."""
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gemmglossary.emulator import CompileError, load_kernel
+from gemmglossary.emulator import CompileError, DataRaceError, load_kernel
 
 SRC = Path(__file__).parent / "kernels" / "constructs.metal"
 
@@ -186,3 +187,29 @@ def test_asm_linkage_to_an_air_intrinsic_is_a_compile_error_where_it_is_called()
     o = np.zeros(2, np.float32)
     load_kernel(ASM_SRC, "k", defines={"USE_IT": 0})(o, threads=2, threads_per_threadgroup=2)
     assert o.tolist() == [1, 1]
+
+
+def test_vector_stores_to_threadgroup_memory_are_writes(kernel):
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "read before any thread wrote it"
+        kernel("vector_stores")(x, out, threads=16, threads_per_threadgroup=16)
+    tile = x.reshape(16, 4).copy()
+    tile[:, 1] += 100
+    copy = np.roll(tile, -1, axis=0)
+    tile[:, 2:] = -1
+    np.testing.assert_array_equal(out.reshape(16, 4), tile + copy * 1000)
+
+
+def test_a_race_through_a_vector_store_is_found(kernel):
+    with pytest.raises(DataRaceError) as e:
+        kernel("vector_store_race")(np.zeros(1, np.float32), threads=2, threads_per_threadgroup=2)
+    msg = str(e.value)
+    src = str(SRC)
+    assert "'tile[5]'" in msg and f"{src}:{_line('reinterpret_cast<threadgroup float4*>(tile)[1]')}" in msg
+    assert f"{src}:{_line('out[0] = tile[5]')}" in msg
+
+
+def _line(text):
+    return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)

@@ -202,6 +202,7 @@ class Rewriter:
         self.out = Rewritten("")
         self.template_kernels: dict[str, KernelDecl] = {}
         self.kernel_list: list[KernelDecl] = []
+        self.auto_copies: list[tuple[int, int]] = []  # (first, last) token of an initializer to copy
 
     def err(self, t: Tok, msg: str) -> CompileError:
         return CompileError(f"{t.file}:{t.line}: error: {msg}")
@@ -220,9 +221,11 @@ class Rewriter:
         self.pass_function_constants()
         self.pass_kernels()
         self.pass_member_specializations()
+        self.pass_auto_copies()
         self.pass_address_spaces()
         self.pass_dedupe()
         self.pass_cleanup()
+        self.apply_auto_copies()
         text = join(toks)
         text += self.entries()
         self.out.text = text
@@ -311,6 +314,42 @@ class Rewriter:
                     head = []
                 else:
                     head.append(t.text)
+
+    def pass_auto_copies(self) -> None:
+        """`auto v = tile[i];` copies the element in Metal, where the emulator's subscript is
+        a proxy of threadgroup memory: the initializer is wrapped in decay_val, which turns a
+        proxy into its value and passes anything else through. Initializers that end in a
+        call are left alone (their result is a value already, and a copy would cost them
+        their elision); so are braced ones, single tokens and those with a top-level comma.
+        The wrapping is applied after the other passes (run()), which match tokens by text."""
+        toks = self.toks
+        n = len(toks)
+        for i, t in enumerate(toks):
+            if t.kind != "id" or t.text != "auto":
+                continue
+            pv = _prev_sig(toks, i - 1)
+            if pv >= 0 and toks[pv].text not in (";", "{", "}", "(", ")", ":", "const", "constexpr", "static",
+                                                "thread", "else", "do"):
+                continue  # e.g. `template <auto N = 3>`
+            name = _sig(toks, i + 1)
+            eq = _sig(toks, name + 1) if name < n else n
+            if name >= n or toks[name].kind != "id" or eq >= n or toks[eq].text != "=":
+                continue
+            first = _sig(toks, eq + 1)
+            if first >= n or toks[first].text == "{":
+                continue
+            k = first
+            while k < n and toks[k].text not in (";", ",", ")", "}", "]"):
+                k = _match(toks, k) + 1 if toks[k].text in ("(", "[", "{") else k + 1
+            last = _prev_sig(toks, k - 1)
+            if k >= n or toks[k].text != ";" or toks[last].text == ")" or last == first:
+                continue
+            self.auto_copies.append((first, last))
+
+    def apply_auto_copies(self) -> None:
+        for first, last in self.auto_copies:
+            self.toks[first].text = "::mslemu::decay_val(" + self.toks[first].text
+            self.toks[last].text = self.toks[last].text + ")"
 
     def pass_function_constants(self) -> None:
         toks = self.toks

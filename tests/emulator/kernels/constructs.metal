@@ -225,3 +225,27 @@ kernel void member_specialization(device float* out [[buffer(0)]]) {
   out[2] = float(p.twice(short(5)));
   out[3] = p.twice(5.0f);
 }
+
+// stores through a vector-typed threadgroup pointer are writes
+kernel void vector_stores(device const float* in [[buffer(0)]],
+                          device float* out [[buffer(1)]],
+                          uint t [[thread_index_in_threadgroup]]) {
+  threadgroup float tile[64];
+  threadgroup float4* tile4 = reinterpret_cast<threadgroup float4*>(tile);
+  tile4[t] = float4(in[4 * t], in[4 * t + 1], in[4 * t + 2], in[4 * t + 3]);
+  tile4[t].y += 100.0f;                 // a component, read and written
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  auto copy = tile4[(t + 1) % 16];      // a copy, as in Metal
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  tile4[(t + 1) % 16].zw = float2(-1.0f);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (int k = 0; k < 4; ++k) out[4 * t + k] = tile[4 * t + k] + copy[k] * 1000.0f;
+}
+
+// a race through such a store: thread 1 reads what thread 0 stored, with no barrier
+kernel void vector_store_race(device float* out [[buffer(0)]],
+                              uint t [[thread_index_in_threadgroup]]) {
+  threadgroup float tile[8];
+  if (t == 0) reinterpret_cast<threadgroup float4*>(tile)[1] = float4(1.0f);
+  if (t == 1) out[0] = tile[5];
+}

@@ -228,10 +228,14 @@ template <class T> MSLEMU_AI ptr<AS_THREADGROUP, T> tg_ref<T>::operator&() const
 template <class P> struct is_ptr : std::false_type {};
 template <int A, class T> struct is_ptr<ptr<A, T>> : std::true_type {};
 
+template <class T, size_t... D> struct tg_view;
+
 // reinterpret_cast replacement: works for the wrapped pointer types as well as raw ones
 template <class To, class From> MSLEMU_AI To reinterpret_cast_(From&& x) {
   using F = std::remove_cv_t<std::remove_reference_t<From>>;
   if constexpr (is_ptr<To>::value && is_ptr<F>::value) return To(x);
+  else if constexpr (is_ptr<To>::value && std::is_class_v<F> && !is_ptr<F>::value)  // a threadgroup array decays
+    return To(ptr<AS_THREADGROUP, typename F::element_type>(x.p, x.lo, x.hi, x.name));
   else if constexpr (is_ptr<To>::value && std::is_pointer_v<F>) return To((typename To::element_type*)(void*)x);
   else if constexpr (is_ptr<To>::value) return To((uintptr_t)x);
   else if constexpr (is_ptr<F>::value && std::is_pointer_v<To>) return reinterpret_cast<To>(x.p);
@@ -241,9 +245,9 @@ template <class To, class From> MSLEMU_AI To reinterpret_cast_(From&& x) {
 // threadgroup arrays declared in kernel bodies: one allocation per threadgroup, shared by
 // every fiber of it.
 struct TgSlot { uint64_t gen; void* p; };
-template <class T, size_t... D> struct tg_view;
 template <class T, size_t D0, size_t... D> struct tg_view<T, D0, D...> {
   T* p; char* lo; char* hi; const char* name;
+  using element_type = T;
   static constexpr size_t stride = (D * ... * 1);
   tg_view() = default;
   MSLEMU_AI tg_view(T* p_, char* lo_, char* hi_, const char* name_) : p(p_), lo(lo_), hi(hi_), name(name_) {}

@@ -40,7 +40,7 @@ template <class S, int... I> struct is_tg_proxy<tg_swz<S, I...>> : std::true_typ
 template <class X> struct decays : is_tg_proxy<X> {};
 template <class T> struct decays<tg_obj_ref<T>> : std::true_type {};
 template <class T, int N, int... I> struct decays<metal::swz<T, N, I...>> : std::true_type {};
-template <class X> MSLEMU_AI decltype(auto) decay_val(X&& x) {
+template <class X> MSLEMU_AI constexpr decltype(auto) decay_val(X&& x) {
   if constexpr (decays<remove_cvref_t<X>>::value) return val_t<X>(x);
   else return std::forward<X>(x);
 }
