@@ -1,6 +1,7 @@
 """Constructs of real Metal code, one small kernel each (kernels/constructs.metal), checked
 against numpy or exact values; the file is compiled once for the whole module."""
 
+import shutil
 import warnings
 from pathlib import Path
 
@@ -213,3 +214,45 @@ def test_a_race_through_a_vector_store_is_found(kernel):
 
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
+
+
+SOFT_HALF_SRC = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device const half* in [[buffer(0)]], device float* out [[buffer(1)]],
+              uint t [[thread_index_in_threadgroup]]) {
+  threadgroup half As[8];
+  threadgroup float Bs[8];
+  As[t] = in[t];
+  Bs[t] = float(in[t]) * 2.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float a = static_cast<float>(As[(t + 1) % 8]);  // as MLX's mma.h loads a fragment
+  half b = static_cast<half>(Bs[t]);
+  half b2 = Bs[t];
+  float c = As[t] * 2.0f;
+  half d = As[t] + As[t];
+  out[t] = a + float(b + b2) * 10.0f + c * 100.0f + float(d) * 1000.0f;
+}
+"""
+
+
+@pytest.mark.parametrize("how", ["software half", "clang++"])
+def test_threadgroup_elements_convert_with_the_software_half_type(monkeypatch, how):
+    """clang++ 14 has no _Float16 on x86-64, so half is the shim's own type there; forcing
+    that type (MSLEMU_SOFT_HALF) reproduces it with any compiler."""
+    from gemmglossary.emulator import build
+
+    if how == "clang++":
+        if shutil.which("clang++") is None:
+            pytest.skip("clang++ is not installed")
+        monkeypatch.setenv("CXX", "clang++")
+        build.compiler.cache_clear()
+    else:
+        monkeypatch.setattr(build, "CXXFLAGS", [*build.CXXFLAGS, "-DMSLEMU_SOFT_HALF"])
+    try:
+        x = (np.arange(8) * 0.25).astype(np.float16)
+        out = np.zeros(8, np.float32)
+        load_kernel(SOFT_HALF_SRC, "k")(x, out, threads=8, threads_per_threadgroup=8)
+    finally:
+        build.compiler.cache_clear()
+    f = x.astype(np.float32)
+    np.testing.assert_array_equal(out, np.roll(f, -1) + 2 * (2 * f) * 10 + 2 * f * 100 + 2 * f * 1000)
