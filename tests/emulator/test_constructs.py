@@ -256,3 +256,36 @@ def test_threadgroup_elements_convert_with_the_software_half_type(monkeypatch, h
         build.compiler.cache_clear()
     f = x.astype(np.float32)
     np.testing.assert_array_equal(out, np.roll(f, -1) + 2 * (2 * f) * 10 + 2 * f * 100 + 2 * f * 1000)
+
+
+UNBOUND_SRC = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device float* out [[buffer(0)]], const device float* bias [[buffer(1)]],
+              constant bool& use [[buffer(2)]], constant float& scale [[buffer(3)]],
+              uint i [[thread_position_in_grid]]) {
+  if (use) out[i] = bias[i];
+  else if (i == 9) out[i] = scale;
+  else out[i] = 1.0f;
+}
+"""
+
+
+def test_buffers_a_kernel_does_not_touch_may_stay_unbound():
+    k = load_kernel(UNBOUND_SRC, "k")
+    out = np.zeros(4, np.float32)
+    k({0: out, 2: np.array(False)}, threads=4, threads_per_threadgroup=4)
+    assert out.tolist() == [1] * 4
+    out2 = np.zeros(4, np.float32)
+    k(out2, None, False, None, threads=4, threads_per_threadgroup=4)  # positional: None is unbound
+    assert out2.tolist() == [1] * 4
+
+
+def test_an_access_to_an_unbound_buffer_names_the_parameter():
+    from gemmglossary.emulator import OutOfBoundsError
+
+    k = load_kernel(UNBOUND_SRC, "k")
+    with pytest.raises(OutOfBoundsError, match=r"parameter 'bias' \[\[buffer\(1\)\]\] at \S*<source>:6, but the launch left that buffer unbound"):
+        k({0: np.zeros(4, np.float32), 2: np.array(True)}, threads=4, threads_per_threadgroup=4)
+    # a reference parameter (constant float&) read while unbound
+    with pytest.raises(OutOfBoundsError, match=r"parameter 'scale' \[\[buffer\(3\)\]\] at \S*<source>:7, but the launch left that buffer unbound"):
+        k({0: np.zeros(10, np.float32), 2: np.array(False)}, threads=10, threads_per_threadgroup=10)

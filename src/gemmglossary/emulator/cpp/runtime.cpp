@@ -781,6 +781,15 @@ static bool is_stack_overflow(int sig, const char* a) {
   const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
                    : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : sig == SIGTRAP ? "SIGTRAP" : "signal";
   std::string m = fmt("kernel crashed with %s", name);
+  int unbound = (sig == SIGSEGV || sig == SIGBUS) ? unbound_index(si->si_addr) : -1;
+  if (unbound >= 0 && launch->buf_name[unbound]) {
+    // a reference parameter whose buffer the launch left unbound (mslemu_bind.h)
+    m = fmt("kernel read parameter '%s' [[buffer(%d)]]", launch->buf_name[unbound], unbound);
+    if (pc) m += " at " + pcs((void*)pc);
+    m += ", but the launch left that buffer unbound (bind it, or keep the kernel from reading it)";
+    if (ctx.cur) m += " in " + tg_str() + ", " + th_str(ctx.cur);
+    finish(E_OOB, m);
+  }
   if (is_stack_overflow(sig, (const char*)si->si_addr))
     m += fmt(" (stack overflow of a GPU thread: its %zu KiB stack is full; a thread-local array that large "
              "would not fit in a GPU thread's registers or stack either)", FIBER_STACK_BYTES / 1024);

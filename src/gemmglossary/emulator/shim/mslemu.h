@@ -94,6 +94,14 @@ MSLEMU_AI void tg_write_n(const void* p, size_t n, const void* pc) {
 enum { AS_DEVICE = 1, AS_CONSTANT = 2, AS_THREADGROUP = 3 };
 
 template <int A, class T> struct ptr;
+// an access outside [lo, hi): through a buffer the launch left unbound, or out of bounds
+inline void* bad_access(const void* pc, const void* p, const char* lo, const char* hi, size_t elem, const char* name) {
+  if (lo == hi && unbound_index(lo) >= 0)
+    fail(E_OOB, "kernel accessed parameter '%s' [[buffer(%d)]] at {{pc:%lx}}, but the launch left that buffer unbound "
+         "(bind it, or keep the kernel from reading it)", name, unbound_index(lo),
+         (unsigned long)((uintptr_t)pc - ctx.pc_base));
+  return oob(pc, p, lo, hi, elem, name, 0);
+}
 template <class S> struct tg_vref;   // a vector element of threadgroup memory (mslemu_tgvec.h)
 template <class S> struct tg_varrow;
 template <class T> struct is_vec_like : std::false_type {};  // vec and packed_vec (specialized later)
@@ -172,12 +180,12 @@ template <int A, class T> struct ptr {
 
   MSLEMU_AI T* check(const void* pc) const {
     if (__builtin_expect((char*)p < lo || (char*)p + sizeof(E) > hi, 0))
-      return (T*)oob(pc, p, lo, hi, sizeof(E), name, 0);
+      return (T*)bad_access(pc, p, lo, hi, sizeof(E), name);
     return p;
   }
   MSLEMU_AI T* check_at(ptrdiff_t i, const void* pc) const {
     T* q = p + i;
-    if (__builtin_expect((char*)q < lo || (char*)q + sizeof(T) > hi, 0)) return (T*)oob(pc, q, lo, hi, sizeof(T), name, 0);
+    if (__builtin_expect((char*)q < lo || (char*)q + sizeof(T) > hi, 0)) return (T*)bad_access(pc, q, lo, hi, sizeof(T), name);
     return q;
   }
   MSLEMU_AI decltype(auto) operator[](ptrdiff_t i) const {
