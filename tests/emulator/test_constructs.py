@@ -150,9 +150,9 @@ def test_matrix_types(kernel):
 
 
 def test_explicit_specialization_inside_a_class(kernel):
-    out = np.zeros(4, np.float32)
+    out = np.zeros(6, np.float32)
     kernel("member_specialization")(out, threads=1, threads_per_threadgroup=1)
-    assert out.tolist() == [2, 3, 10, 20]
+    assert out.tolist() == [2, 3, 10, 20, 4, 30]
 
 
 def test_explicit_specialization_with_arguments_inside_a_class_is_an_error():
@@ -289,3 +289,35 @@ def test_an_access_to_an_unbound_buffer_names_the_parameter():
     # a reference parameter (constant float&) read while unbound
     with pytest.raises(OutOfBoundsError, match=r"parameter 'scale' \[\[buffer\(3\)\]\] at \S*<source>:7, but the launch left that buffer unbound"):
         k({0: np.zeros(10, np.float32), 2: np.array(False)}, threads=10, threads_per_threadgroup=10)
+
+
+OVERLOADED_SRC = """#include <metal_stdlib>
+using namespace metal;
+template <typename T, typename M, int N>
+[[kernel, max_total_threads_per_threadgroup(N * 32)]] void k(device T* out [[buffer(0)]],
+                                                             uint i [[thread_position_in_grid]]) {
+  out[i] = T(N) + T(sizeof(M));
+}
+template <typename T, int N, bool twice = false>
+[[kernel]] void k(device T* out [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  out[i] = T(N) * (twice ? 2 : -1);
+}
+template [[host_name("k3")]] [[kernel]] decltype(k<float, short, 2>) k<float, short, 2>;
+template [[host_name("k2")]] [[kernel]] decltype(k<float, 5>) k<float, 5>;
+template [[host_name("k2t")]] [[kernel]] decltype(k<float, 5, true>) k<float, 5, true>;
+"""
+
+
+def test_overloaded_kernel_templates():
+    """Kernel templates of one name told apart by their template parameter lists
+    (MLX's steel_gemm_masked.h has two block_masked_gemm)."""
+    k3 = load_kernel(OVERLOADED_SRC, "k3")
+    assert k3.max_total_threads_per_threadgroup == 64 and k3.parameters[0][2] == 0
+    out = np.zeros(2, np.float32)
+    k3(out, threads=2, threads_per_threadgroup=2)
+    assert out.tolist() == [4, 4]
+    for name, value in (("k2", -5), ("k2t", 10)):
+        k = load_kernel(OVERLOADED_SRC, name)
+        assert k.max_total_threads_per_threadgroup == 1024 and k.parameters[0][2] == 1
+        k(out, threads=2, threads_per_threadgroup=2)
+        assert out.tolist() == [value, value]

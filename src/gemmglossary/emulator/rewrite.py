@@ -56,6 +56,7 @@ class KernelDecl:
     is_template: bool = False
     ns: str = ""  # enclosing namespace, "a::b::"
     id: str = ""
+    mtt_in_template: bool = True  # an instantiation's max_total_threads_per_threadgroup comes from its template
 
 
 @dataclass
@@ -134,6 +135,61 @@ def _text(toks: list[Tok], a: int, b: int) -> str:
     return " ".join(t.text for t in toks[a:b + 1] if t.kind not in ("ws", "nl", "comment")).strip()
 
 
+def _after_template_header(words: list[str]) -> list[str]:
+    """The words of a declaration after its `template <...>` headers (and `typedef`)."""
+    k = 0
+    while k < len(words) and words[k] in ("template", "typedef"):
+        if words[k] == "typedef":
+            k += 1
+            continue
+        k += 1
+        depth = 0
+        while k < len(words):
+            depth += {"<": 1, ">": -1, ">>": -2}.get(words[k], 0)
+            k += 1
+            if depth <= 0:
+                break
+    return words[k:]
+
+
+def _top_level_split(text: str) -> list[str]:
+    """Split a template parameter or argument list at its top-level commas."""
+    parts, depth, cur = [], 0, ""
+    for t in tokenize(text):
+        if t.text in ("(", "[", "{", "<"):
+            depth += 1
+        elif t.text in (")", "]", "}", ">"):
+            depth -= 1
+        elif t.text == ">>":
+            depth -= 2
+        elif t.text == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += t.text
+    return [p for p in [*parts, cur] if p.strip()]
+
+
+def _accepts(template_params: str, args: list[str]) -> bool:
+    """Whether a template parameter list takes these (preprocessed) arguments: their number,
+    and each one's kind where it shows (a number or true/false is a value, a builtin type
+    word or a name followed by <...> a type)."""
+    params = _top_level_split(template_params)
+    pack = any("..." in p for p in params)
+    fixed = [p for p in params if "..." not in p]
+    if len(args) < sum(1 for p in fixed if "=" not in p) or (not pack and len(args) > len(fixed)):
+        return False
+    for p, a in zip(fixed, args):
+        is_type_param = re.match(r"\s*(typename|class)\b", p) is not None
+        a = a.strip()
+        is_value = re.match(r"[-+(]?\s*(\d|true\b|false\b)", a) is not None
+        is_type = a.split("<")[0].split()[-1] in BUILTIN_TYPE_WORDS | {"half", "bfloat", "uint", "ushort", "uchar",
+                                                                       "ulong"} or ("<" in a and a.endswith(">"))
+        if (is_type_param and is_value) or (not is_type_param and is_type and not is_value):
+            return False
+    return True
+
+
 def _angle_text(toks: list[Tok], lt: int, gt: int) -> str:
     """The text between the '<' at lt and its closer at gt; a closing '>>' also ends an
     inner list, whose '>' belongs to the text."""
@@ -200,7 +256,7 @@ class Rewriter:
         assign_lines(self.toks, default_file)
         self.fc_values = dict(function_constants or {})
         self.out = Rewritten("")
-        self.template_kernels: dict[str, KernelDecl] = {}
+        self.template_kernels: dict[str, list[KernelDecl]] = {}  # by name: overloads differ in their template parameters
         self.kernel_list: list[KernelDecl] = []
         self.auto_copies: list[tuple[int, int]] = []  # (first, last) token of an initializer to copy
 
@@ -296,9 +352,10 @@ class Rewriter:
             if t.kind in ("ws", "nl", "comment", "pp"):
                 continue
             if t.text == "{":
-                words = [w for w in head if w not in ("typedef", "template")]
-                is_class = bool(words) and words[0] in ("struct", "class", "union") and "(" not in head \
-                    and "=" not in head
+                # a class head: `[template <...>] struct|class|union NAME [: bases]`
+                body = _after_template_header(head)
+                is_class = bool(body) and body[0] in ("struct", "class", "union") and "(" not in body \
+                    and "=" not in body
                 stack.append(is_class)
                 head = []
             elif t.text == "}":
@@ -525,6 +582,20 @@ class Rewriter:
             raise self.err(toks[i], "unterminated kernel declaration")
         return k
 
+    def _overload(self, fname: str, targs: str, t: Tok) -> KernelDecl:
+        """The kernel template an instantiation f<targs> names: among overloads of f, the one
+        whose template parameter list takes that many arguments."""
+        overloads = self.template_kernels.get(fname)
+        if not overloads:
+            raise self.err(t, f"instantiation of unknown template kernel '{fname}'")
+        args = _top_level_split(targs)
+        fits = [k for k in overloads if _accepts(k.template_params, args)]
+        n = len(args)
+        if len(fits) == 1 or (fits and all(f.params == fits[0].params for f in fits)):
+            return fits[0]
+        raise self.err(t, f"instantiation {fname}<{targs}>: {len(fits) or 'none'} of the {len(overloads)} kernel "
+                          f"templates named '{fname}' take {n} template arguments")
+
     def _kernel_definition(self, i: int, start: int, template_params: str | None) -> int:
         toks = self.toks
         # the parameter list: the first parenthesized group that is not an attribute's
@@ -543,7 +614,7 @@ class Rewriter:
                         is_template=template_params is not None,
                         ns=self.namespace_at(name_i) if "namespace" in self.ns_hint else "")
         if template_params is not None:
-            self.template_kernels[fname] = kd
+            self.template_kernels.setdefault(fname, []).append(kd)
         else:
             self.add_kernel(kd, toks[name_i])
         return rp + 1
@@ -563,9 +634,7 @@ class Rewriter:
         lt = _match_back(toks, e)
         fname = toks[_prev_sig(toks, lt - 1)].text
         targs = _angle_text(toks, lt, e)
-        base = self.template_kernels.get(fname)
-        if base is None:
-            raise self.err(toks[i], f"instantiation of unknown template kernel '{fname}'")
+        base = self._overload(fname, targs, toks[i])
         name = host_name or f"{fname}<{targs}>"
         self.all_names.append(name)
         if self.only is not None and name not in self.only:
@@ -574,7 +643,7 @@ class Rewriter:
             return semi + 1
         kd = KernelDecl(name=name, fn=fname, params=base.params, file=toks[i].file, line=toks[i].line,
                         mtt_expr=mtt or base.mtt_expr, template_params=base.template_params,
-                        template_args=targs, is_template=True, ns=base.ns)
+                        template_args=targs, is_template=True, ns=base.ns, mtt_in_template=mtt is None)
         self.add_kernel(kd, toks[i])
         return semi + 1
 
@@ -985,11 +1054,12 @@ class Rewriter:
     # ------------------------------------------------------------------ entries
     def entries(self) -> str:
         out = ["\n"]
-        for name, tk in self.template_kernels.items():
-            if tk.mtt_expr:
-                out.append(f'#line {tk.line} "{_esc(tk.file)}"\n')
-                out.append(f"template <{tk.template_params}> constexpr int __mslemu_mttf_{name}() "
-                           f"{{ return (int)({tk.mtt_expr}); }}\n")
+        for name, overloads in self.template_kernels.items():
+            for tk in overloads:  # overloaded function templates, one per kernel template
+                if tk.mtt_expr:
+                    out.append(f'#line {tk.line} "{_esc(tk.file)}"\n')
+                    out.append(f"template <{tk.template_params}> constexpr int __mslemu_mttf_{name}() "
+                               f"{{ return (int)({tk.mtt_expr}); }}\n")
         for kd in self.kernel_list:
             fn = "::" + kd.ns + kd.fn + (f"<{kd.template_args}>" if kd.template_args is not None else "")
             out.append(f'#line {kd.line} "{_esc(kd.file)}"\n')
@@ -999,7 +1069,7 @@ class Rewriter:
                 descs.append(f'{{{p.kind}, {p.index}, "{p.name}", {gate}}}')
             descs.append('{0, 0, "", false}')
             if kd.mtt_expr:
-                mtt = (f"::__mslemu_mttf_{kd.fn}<{kd.template_args}>()" if kd.is_template
+                mtt = (f"::__mslemu_mttf_{kd.fn}<{kd.template_args}>()" if kd.is_template and kd.mtt_in_template
                        else f"(int)({kd.mtt_expr})")
             else:
                 mtt = "0"

@@ -218,12 +218,20 @@ struct Pick {
   template <typename T> T twice(T x) { return x + x; }
   template <> float twice(float x) { return 4.0f * x; }
 };
+template <typename U>
+struct Init {  // inside a class template too (MLX's reduction/ops.h)
+  template <typename T> T operator()(T x) { return x + U(1); }
+  template <> float operator()(float x) { return x * 10.0f; }
+};
 kernel void member_specialization(device float* out [[buffer(0)]]) {
   Pick p;
   out[0] = p(2.0f, 3.0f);
   out[1] = float(p(2, 3));
   out[2] = float(p.twice(short(5)));
   out[3] = p.twice(5.0f);
+  Init<int> init;
+  out[4] = float(init(3));
+  out[5] = init(3.0f);
 }
 
 // stores through a vector-typed threadgroup pointer are writes
