@@ -23,7 +23,8 @@ def _binary(tmp_path, src: Path, defines=None) -> Path:
     pre = build.preprocess(src.read_text(), str(src), [str(src.parent)], defines)
     (tmp_path / "kernel.cpp").write_text(rewrite(pre, str(src), None).text)
     out = tmp_path / "driver"
-    subprocess.run([CXX, "-std=c++17", "-O2", "-w", "-fno-strict-aliasing", "-fwrapv", "-I", str(build.SHIM_DIR),
+    includes = [arg for d in build.shim_include_dirs() for arg in ("-I", str(d))]
+    subprocess.run([CXX, "-std=c++17", "-O2", "-w", "-fno-strict-aliasing", "-fwrapv", *includes,
                     "-I", str(build.RUNTIME_SRC.parent), str(tmp_path / "kernel.cpp"), str(HERE / "cross" / "driver.cpp"),
                     "-o", str(out), "-static", "-ldl"], check=True, capture_output=True, text=True)
     return out

@@ -12,6 +12,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from . import shimgen
 from .errors import CompileError
 from .rewrite import rewrite
 
@@ -61,15 +62,29 @@ def compiler() -> tuple[str, str]:
 @lru_cache(maxsize=1)
 def shim_hash() -> str:
     h = hashlib.sha256(EMULATOR_VERSION.encode())
-    files = [HERE / "rewrite.py", HERE.parent / "msl" / "lexer.py", HERE / "build.py"]
+    files = [HERE / "rewrite.py", HERE.parent / "msl" / "lexer.py", HERE / "build.py", HERE / "shimgen.py"]
     for d in (SHIM_DIR, HERE / "cpp"):
         files += sorted(d.rglob("*"))
-    if True:
-        for p in files:
-            if p.is_file():
-                h.update(p.name.encode())
-                h.update(p.read_bytes())
+    for p in files:
+        if p.is_file():
+            h.update(p.name.encode())
+            h.update(p.read_bytes())
     return h.hexdigest()[:16]
+
+
+def generated_dir() -> Path:
+    """Include directory of the shim headers that shimgen writes (once per shim version)."""
+    d = cache_root() / f"shim-{shim_hash()}"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, make in shimgen.GENERATED.items():
+        if not (d / name).exists():
+            _atomic_write(d / name, make().encode())
+    return d
+
+
+def shim_include_dirs() -> list[Path]:
+    """The include directories a kernel translation unit is compiled with."""
+    return [SHIM_DIR, generated_dir()]
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -143,6 +158,8 @@ def _pretty(ln: str) -> str:
                 r"_Float16|bool), ([234])>",
                 lambda m: {"unsigned int": "uint", "unsigned short": "ushort", "unsigned char": "uchar",
                            "unsigned long": "ulong", "_Float16": "half"}.get(m.group(1), m.group(1)) + m.group(2), ln)
+    # the call the rewriter gives an __asm("air.*") declaration (rewrite.py: pass_asm_intrinsics)
+    ln = re.sub(r"call to \S*__mslemu_air_\w+(?:\(\))?\S* declared with (?:attribute error|'error' attribute): ", "", ln)
     return ln.replace("_Float16", "half")
 
 
@@ -207,7 +224,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     if so.exists() and man.exists():
         stats["cache_hits"] += 1
         return so, json.loads(man.read_text()), True
-    rw = rewrite(pre, filename, function_constants, only=kernel)
+    rw = rewrite(pre, filename, function_constants, only=None if kernel is None else {kernel})
     manifest = {
         "kernels": {
             name: {
@@ -225,7 +242,8 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     _atomic_write(src, rw.text.encode())
     rt = runtime_object()
     tmp = d / f".kernel.so.{os.getpid()}"
-    cmd = [cxx, *CXXFLAGS, "-shared", "-I", str(SHIM_DIR), str(src), str(rt), "-o", str(tmp)]
+    includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
+    cmd = [cxx, *CXXFLAGS, "-shared", *includes, str(src), str(rt), "-o", str(tmp)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     stats["compiles"] += 1
     if r.returncode:

@@ -128,6 +128,10 @@ class Kernel:
                  oob_reads="error", workers=None):
         """Launch the kernel.
 
+        A buffer parameter may be left unbound (an index missing from the dict, or None), as
+        MLX's host code leaves buffers a kernel does not read; accessing one is an
+        OutOfBoundsError that names the parameter.
+
         oob_reads: "error" (default) stops at the first access outside a buffer; "warn"
         lets out-of-bounds *reads* return zeros with a PortabilityWarning (some vendored
         kernels read past the edge and discard the values) while any out-of-bounds write
@@ -170,9 +174,11 @@ class Kernel:
                 raise LaunchError(f"kernel '{self.name}' takes {len(bparams)} buffers ({names}), got {len(buffers)}")
             by_index = {p["index"]: b for (p, _), b in zip(bparams, buffers)}
         blobs = []  # (index, name, bytes, user array or None)
+        unbound = []  # (index, name): buffers left unbound, as MLX's host code leaves some
         for p, inf in bparams:
-            if p["index"] not in by_index:
-                raise LaunchError(f"no buffer given for parameter '{p['name']}' [[buffer({p['index']})]]")
+            if by_index.get(p["index"]) is None:
+                unbound.append((p["index"], p["name"]))
+                continue
             blobs.append((p["index"], p["name"], *_to_bytes(by_index[p["index"]], p, inf)))
         tgm = [0] * 32
         for p, inf in zip(self._params, self._info):
@@ -198,6 +204,10 @@ class Kernel:
             shm[off:off + len(data)] = data
             L.buf[idx] = base + off
             L.buf_size[idx] = len(data)
+            nm = name.encode()
+            names.append(nm)
+            L.buf_name[idx] = nm
+        for idx, name in unbound:  # no memory: an access is an error that names the parameter
             nm = name.encode()
             names.append(nm)
             L.buf_name[idx] = nm
@@ -242,7 +252,7 @@ class Kernel:
             if status != 0 or res.status != 0:
                 msg = self._symbolize(res.msg.decode(errors="replace")) or "kernel failed"
                 cls = ERRORS.get(res.status, EmulatorError)
-                if cls is OutOfBoundsError and oob_reads == "error":
+                if cls is OutOfBoundsError and oob_reads == "error" and "left that buffer unbound" not in msg:
                     msg += ("\n(if the kernel only reads out of bounds and discards the values, "
                             "oob_reads='warn' lets such reads return 0)")
                 raise cls(f"kernel '{self.name}': {msg}")

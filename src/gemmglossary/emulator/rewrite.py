@@ -7,6 +7,7 @@ linemarkers of the preprocessed input still map each line to the original .metal
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from .errors import CompileError
@@ -55,6 +56,7 @@ class KernelDecl:
     is_template: bool = False
     ns: str = ""  # enclosing namespace, "a::b::"
     id: str = ""
+    mtt_in_template: bool = True  # an instantiation's max_total_threads_per_threadgroup comes from its template
 
 
 @dataclass
@@ -133,6 +135,68 @@ def _text(toks: list[Tok], a: int, b: int) -> str:
     return " ".join(t.text for t in toks[a:b + 1] if t.kind not in ("ws", "nl", "comment")).strip()
 
 
+def _after_template_header(words: list[str]) -> list[str]:
+    """The words of a declaration after its `template <...>` headers (and `typedef`)."""
+    k = 0
+    while k < len(words) and words[k] in ("template", "typedef"):
+        if words[k] == "typedef":
+            k += 1
+            continue
+        k += 1
+        depth = 0
+        while k < len(words):
+            depth += {"<": 1, ">": -1, ">>": -2}.get(words[k], 0)
+            k += 1
+            if depth <= 0:
+                break
+    return words[k:]
+
+
+def _top_level_split(text: str) -> list[str]:
+    """Split a template parameter or argument list at its top-level commas."""
+    parts, depth, cur = [], 0, ""
+    for t in tokenize(text):
+        if t.text in ("(", "[", "{", "<"):
+            depth += 1
+        elif t.text in (")", "]", "}", ">"):
+            depth -= 1
+        elif t.text == ">>":
+            depth -= 2
+        elif t.text == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += t.text
+    return [p for p in [*parts, cur] if p.strip()]
+
+
+def _accepts(template_params: str, args: list[str]) -> bool:
+    """Whether a template parameter list takes these (preprocessed) arguments: their number,
+    and each one's kind where it shows (a number or true/false is a value, a builtin type
+    word or a name followed by <...> a type)."""
+    params = _top_level_split(template_params)
+    pack = any("..." in p for p in params)
+    fixed = [p for p in params if "..." not in p]
+    if len(args) < sum(1 for p in fixed if "=" not in p) or (not pack and len(args) > len(fixed)):
+        return False
+    for p, a in zip(fixed, args):
+        is_type_param = re.match(r"\s*(typename|class)\b", p) is not None
+        a = a.strip()
+        is_value = re.match(r"[-+(]?\s*(\d|true\b|false\b)", a) is not None
+        is_type = a.split("<")[0].split()[-1] in BUILTIN_TYPE_WORDS | {"half", "bfloat", "uint", "ushort", "uchar",
+                                                                       "ulong"} or ("<" in a and a.endswith(">"))
+        if (is_type_param and is_value) or (not is_type_param and is_type and not is_value):
+            return False
+    return True
+
+
+def _angle_text(toks: list[Tok], lt: int, gt: int) -> str:
+    """The text between the '<' at lt and its closer at gt; a closing '>>' also ends an
+    inner list, whose '>' belongs to the text."""
+    inner = _text(toks, lt + 1, gt - 1)
+    return inner + " >" if toks[gt].text == ">>" else inner
+
+
 def _attr_items(toks: list[Tok], a: int, b: int) -> list[tuple[str, str]]:
     """Items of an attribute list between [[ (at a) and ]] (ending at b): (name, argument text)."""
     items: list[tuple[str, str]] = []
@@ -182,16 +246,19 @@ def _c_value(v, typ: str) -> str:
 
 
 class Rewriter:
-    def __init__(self, text: str, default_file: str, function_constants: dict | None, only: str | None = None):
-        self.only = only
+    def __init__(self, text: str, default_file: str, function_constants: dict | None,
+                 only: Collection[str] | None = None):
+        # the host names of the kernels to instantiate (None: all of them)
+        self.only = None if only is None else ({only} if isinstance(only, str) else set(only))
         self.all_names: list[str] = []
         self.ns_hint = text
         self.toks = tokenize(text)
         assign_lines(self.toks, default_file)
         self.fc_values = dict(function_constants or {})
         self.out = Rewritten("")
-        self.template_kernels: dict[str, KernelDecl] = {}
+        self.template_kernels: dict[str, list[KernelDecl]] = {}  # by name: overloads differ in their template parameters
         self.kernel_list: list[KernelDecl] = []
+        self.auto_copies: list[tuple[int, int]] = []  # (first, last) token of an initializer to copy
 
     def err(self, t: Tok, msg: str) -> CompileError:
         return CompileError(f"{t.file}:{t.line}: error: {msg}")
@@ -206,16 +273,140 @@ class Rewriter:
                 shim_done = True
             elif t.kind == "pp" and re.match(r"#\s*pragma\s+(clang|unroll)", t.text):
                 t.text = ""
+        self.pass_asm_intrinsics()
         self.pass_function_constants()
         self.pass_kernels()
+        self.pass_member_specializations()
+        self.pass_auto_copies()
         self.pass_address_spaces()
         self.pass_dedupe()
         self.pass_cleanup()
+        self.apply_auto_copies()
         text = join(toks)
         text += self.entries()
         self.out.text = text
         self.out.all_names = self.all_names
         return self.out
+
+    def pass_asm_intrinsics(self) -> None:
+        """`__asm("air.x")` links a declaration to an undocumented intrinsic of Apple's compiler.
+        The declaration gets a body that calls a function with an error attribute: a call
+        that survives compilation is a compile error at the __asm line (the compiler adds
+        where it was called from), and a declaration nobody calls costs nothing."""
+        toks = self.toks
+        for i, t in enumerate(toks):
+            if t.kind != "id" or t.text not in ("__asm", "__asm__", "asm"):
+                continue
+            lp = _sig(toks, i + 1)
+            if lp >= len(toks) or toks[lp].text != "(":
+                continue
+            rp = _match(toks, lp)
+            name = "".join(x.text.strip('"') for x in toks[lp + 1:rp] if x.kind == "str")
+            if not name.startswith("air."):
+                continue
+            semi = _sig(toks, rp + 1)
+            if semi >= len(toks) or toks[semi].text != ";":
+                raise self.err(t, f"expected ';' after the __asm linkage to '{name}'")
+            msg = (f"'{name}' is an undocumented Metal intrinsic (linked with __asm): the emulator cannot run it, "
+                   f"and Metal 4 compilers reject __asm linkage to air intrinsics")
+            fn = f"__mslemu_air_{t.line}_{i}"
+            _blank(toks, i, semi, f'{{ extern void {fn}() __attribute__((error("{_esc(msg)}"))); {fn}(); '
+                                  f'__builtin_unreachable(); }}')
+
+    def pass_member_specializations(self) -> None:
+        """Metal's clang accepts an explicit specialization of a member function template
+        inside its class; g++ does not. Without explicit template arguments (the form MLX
+        uses) the specialization becomes an ordinary overload, which overload resolution
+        prefers for exactly the argument types the specialization names."""
+        toks = self.toks
+        for k in self._class_scope_tokens():
+            if toks[k].text != "template":
+                continue
+            lt = _sig(toks, k + 1)
+            gt = _sig(toks, lt + 1) if lt < len(toks) else lt
+            if lt >= len(toks) or toks[lt].text != "<" or toks[gt].text != ">":
+                continue
+            # the declarator: the function name, before its parameter list
+            j = _sig(toks, gt + 1)
+            while j < len(toks) and toks[j].text not in ("(", ";", "{"):
+                if toks[j].text == "operator":  # operator() is a name that holds parentheses
+                    j = _sig(toks, j + 1)
+                    if toks[j].text == "(":
+                        j = _sig(toks, _match(toks, j) + 1)
+                    continue
+                j = _sig(toks, j + 1)
+            if j >= len(toks) or toks[j].text != "(":
+                continue  # not a function (a member class specialization): left to the compiler
+            if toks[_prev_sig(toks, j - 1)].text in (">", ">>"):
+                raise self.err(toks[k], "an explicit specialization with template arguments inside a class: "
+                                        "Metal's compiler accepts it, the emulator's host compiler (g++) does not; "
+                                        "declare it at namespace scope")
+            _blank(toks, k, gt, " ")
+
+    def _class_scope_tokens(self):
+        """Indices of the tokens directly inside a struct, class or union body."""
+        toks = self.toks
+        stack: list[bool] = []  # per open brace: is it a class body
+        head: list[str] = []  # significant words since the last ; { or }
+        for k, t in enumerate(toks):
+            if t.kind in ("ws", "nl", "comment", "pp"):
+                continue
+            if t.text == "{":
+                # a class head: `[template <...>] struct|class|union NAME [: bases]`
+                body = _after_template_header(head)
+                is_class = bool(body) and body[0] in ("struct", "class", "union") and "(" not in body \
+                    and "=" not in body
+                stack.append(is_class)
+                head = []
+            elif t.text == "}":
+                if stack:
+                    stack.pop()
+                head = []
+            elif t.text == ";":
+                head = []
+            else:
+                if stack and stack[-1]:
+                    yield k
+                if t.text == ":" and head and head[-1] in ("public", "private", "protected"):
+                    head = []
+                else:
+                    head.append(t.text)
+
+    def pass_auto_copies(self) -> None:
+        """`auto v = tile[i];` copies the element in Metal, where the emulator's subscript is
+        a proxy of threadgroup memory: the initializer is wrapped in decay_val, which turns a
+        proxy into its value and passes anything else through. Initializers that end in a
+        call are left alone (their result is a value already, and a copy would cost them
+        their elision); so are braced ones, single tokens and those with a top-level comma.
+        The wrapping is applied after the other passes (run()), which match tokens by text."""
+        toks = self.toks
+        n = len(toks)
+        for i, t in enumerate(toks):
+            if t.kind != "id" or t.text != "auto":
+                continue
+            pv = _prev_sig(toks, i - 1)
+            if pv >= 0 and toks[pv].text not in (";", "{", "}", "(", ")", ":", "const", "constexpr", "static",
+                                                "thread", "else", "do"):
+                continue  # e.g. `template <auto N = 3>`
+            name = _sig(toks, i + 1)
+            eq = _sig(toks, name + 1) if name < n else n
+            if name >= n or toks[name].kind != "id" or eq >= n or toks[eq].text != "=":
+                continue
+            first = _sig(toks, eq + 1)
+            if first >= n or toks[first].text == "{":
+                continue
+            k = first
+            while k < n and toks[k].text not in (";", ",", ")", "}", "]"):
+                k = _match(toks, k) + 1 if toks[k].text in ("(", "[", "{") else k + 1
+            last = _prev_sig(toks, k - 1)
+            if k >= n or toks[k].text != ";" or toks[last].text == ")" or last == first:
+                continue
+            self.auto_copies.append((first, last))
+
+    def apply_auto_copies(self) -> None:
+        for first, last in self.auto_copies:
+            self.toks[first].text = "::mslemu::decay_val(" + self.toks[first].text
+            self.toks[last].text = self.toks[last].text + ")"
 
     def pass_function_constants(self) -> None:
         toks = self.toks
@@ -309,141 +500,152 @@ class Rewriter:
         names = [s for s in stack if s]
         return "".join(n + "::" for n in names)
 
+    # A kernel is declared in one of four forms (attributes may sit before the declaration,
+    # between its specifiers, after its name and after its parameter list):
+    #   [[kernel]] void f(params) {...}                       a kernel
+    #   template <...> [[kernel]] void f(params) {...}         a kernel template
+    #   template [[host_name("x")]] [[kernel]] decltype(f<A>) f<A>;   an instantiation
+    #   template [[host_name("x")]] kernel f_t f<A>;  /  ... void f<A>(params);
     def parse_kernel(self, i: int) -> int:
+        """Parse the kernel declaration whose `kernel` keyword or [[kernel]] attribute is at i."""
+        start, template_params, explicit = self._kernel_head(i)
+        if explicit:
+            return self._kernel_instantiation(i, start)
+        return self._kernel_definition(i, start, template_params)
+
+    def _kernel_head(self, i: int) -> tuple[int, str | None, bool]:
+        """(first token of the declaration, text of its template <...> list or None, whether
+        it is an explicit instantiation), walking back from i over attributes."""
         toks = self.toks
-        start_tok = toks[i]
-        # look back for `template <...>` / `template` (explicit instantiation) and attributes
-        mtt = None
-        host_name = None
+        start = i
         b = _prev_sig(toks, i - 1)
-        lead_attrs = []
-        while b >= 0 and toks[b].text == "]" and b > 0 and toks[_prev_sig(toks, b - 1)].text == "]":
-            # an attribute block ending just before
-            k = _match_back(toks, b)
-            lead_attrs.append((k, b))
-            b = _prev_sig(toks, k - 1)
-        gnu_before = []
-        while b >= 0 and toks[b].text == ")":
-            m = _match_back(toks, b)
-            ga = _prev_sig(toks, m - 1)
-            if ga < 0 or toks[ga].text != "__attribute__":
-                break
-            gnu_before += _attr_items_gnu(toks, ga, b)
-            b = _prev_sig(toks, ga - 1)
-        for n_, a_ in gnu_before:
-            if n_ == "max_total_threads_per_threadgroup":
-                mtt = a_
-        template_params = None
-        explicit_inst = False
-        if b >= 0 and toks[b].text == ">":
-            # template <...> header
-            k = _match_back(toks, b)
-            kt = _prev_sig(toks, k - 1)
-            if kt >= 0 and toks[kt].text == "template":
-                template_params = _text(toks, k + 1, b - 1)
-        elif b >= 0 and toks[b].text == "template":
-            explicit_inst = True
-            inst_start = b
-        # scan forward over attributes / kernel keyword / __attribute__ up to the declarator
-        j = i
-        attrs: list[tuple[str, str]] = []
-        for a, e in lead_attrs:
-            attrs += _attr_items(toks, a, e)
-        while True:
-            j = _sig(toks, j)
-            if _is_attr_start(toks, j):
-                e = _find_attr_end(toks, j)
-                attrs += _attr_items(toks, j, e)
-                j = e + 1
-            elif toks[j].text == "kernel":
-                j += 1
-            elif toks[j].text == "__attribute__":
-                k = _match(toks, _sig(toks, j + 1))
-                inner = _attr_items_gnu(toks, j, k)
-                attrs += inner
-                j = k + 1
+        while b > 0:
+            if toks[b].text == "]" and toks[_prev_sig(toks, b - 1)].text == "]":
+                start = _match_back(toks, b)
+            elif toks[b].text == ")" and toks[_prev_sig(toks, _match_back(toks, b) - 1)].text == "__attribute__":
+                start = _prev_sig(toks, _match_back(toks, b) - 1)
             else:
                 break
-        for n, a in attrs:
+            b = _prev_sig(toks, start - 1)
+        if b >= 0 and toks[b].text == "template":
+            return b, None, True
+        if b >= 0 and toks[b].text in (">", ">>"):
+            lt = _match_back(toks, b)
+            kt = _prev_sig(toks, lt - 1)
+            if kt >= 0 and toks[kt].text == "template":
+                return kt, _angle_text(toks, lt, b), False
+        return start, None, False
+
+    def _attributes(self, a: int, b: int) -> tuple[list[tuple[str, str]], int]:
+        """The [[...]] and __attribute__((...)) items between tokens a and b (parenthesized
+        groups that are not attributes, such as a parameter list, are skipped) and the index
+        of the first `(` that is not part of an attribute (or b + 1)."""
+        toks = self.toks
+        items: list[tuple[str, str]] = []
+        first_paren = -1
+        k = a
+        while k <= b:
+            if _is_attr_start(toks, k):
+                e = _find_attr_end(toks, k)
+                items += _attr_items(toks, k, e)
+                k = e + 1
+            elif toks[k].text == "__attribute__":
+                e = _match(toks, _sig(toks, k + 1))
+                items += _attr_items_gnu(toks, k, e)
+                k = e + 1
+            elif toks[k].text == "(":
+                if first_paren < 0:
+                    first_paren = k
+                k = _match(toks, k) + 1
+            else:
+                k += 1
+        return items, (first_paren if first_paren >= 0 else b + 1)
+
+    @staticmethod
+    def _kernel_options(items: list[tuple[str, str]]) -> tuple[str | None, str | None]:
+        """(max_total_threads_per_threadgroup expression, host_name) from attribute items."""
+        mtt = host_name = None
+        for n, a in items:
             if n == "max_total_threads_per_threadgroup":
                 mtt = a
-            if n == "host_name":
+            elif n == "host_name":
                 host_name = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', a))
-        if explicit_inst:
-            # template [[host_name("x")]] [[kernel]] decltype(f<...>) f<...>;
-            if toks[j].text != "decltype":
-                raise self.err(toks[j], "expected decltype(...) in a kernel instantiation")
-            p = _sig(toks, j + 1)
-            q = _match(toks, p)
-            inner = _sig(toks, p + 1)
-            fname = toks[inner].text
-            lt = _sig(toks, inner + 1)
-            targs = None
-            if toks[lt].text == "<":
-                gt = _match(toks, lt)
-                targs = _text(toks, lt + 1, gt - 1)
-            semi = q
-            while toks[semi].text != ";":
-                semi += 1
-            base = self.template_kernels.get(fname)
-            if base is None:
-                raise self.err(toks[j], f"instantiation of unknown template kernel '{fname}'")
-            name = host_name or f"{fname}<{targs}>"
-            self.all_names.append(name)
-            if self.only is not None and name != self.only:
-                # instantiate only the kernel that was asked for: MLX files instantiate dozens
-                _blank(toks, inst_start, semi, " ")
-                return semi + 1
-            kd = KernelDecl(name=name, fn=fname, params=base.params, file=start_tok.file, line=start_tok.line,
-                            mtt_expr=mtt or base.mtt_expr, template_params=base.template_params,
-                            template_args=targs, is_template=True, ns=base.ns)
-            self.add_kernel(kd, start_tok)
-            return semi + 1
-        # return type and name
-        rt = j
-        k = j
-        while toks[k].text != "(":
-            if toks[k].text == "__attribute__":
-                e = _match(toks, _sig(toks, k + 1))
-                for n, a in _attr_items_gnu(toks, k, e):
-                    if n == "max_total_threads_per_threadgroup":
-                        mtt = a
-                k = e
-            k += 1
-        name_i = _prev_sig(toks, k - 1)
-        # __attribute__ after the name
-        while toks[name_i].text == ")" :
-            # walk back over __attribute__((...)) placed after the name
-            m = _match_back(toks, name_i)
-            ga = _prev_sig(toks, m - 1)
-            if toks[ga].text != "__attribute__":
-                break
-            attrs2 = _attr_items_gnu(toks, ga, name_i)
-            for n, a in attrs2:
-                if n == "max_total_threads_per_threadgroup":
-                    mtt = a
-            name_i = _prev_sig(toks, ga - 1)
-        # the attribute after the name may also come after the parameter list; handled below
+        return mtt, host_name
+
+    def _statement_end(self, i: int, stops: tuple[str, ...]) -> int:
+        """Index of the first token in `stops` at or after i, outside brackets."""
+        toks = self.toks
+        k = i
+        while k < len(toks) and toks[k].text not in stops:
+            k = _match(toks, k) + 1 if toks[k].text in ("(", "[") else k + 1
+        if k >= len(toks):
+            raise self.err(toks[i], "unterminated kernel declaration")
+        return k
+
+    def _overload(self, fname: str, targs: str, t: Tok) -> KernelDecl:
+        """The kernel template an instantiation f<targs> names: among overloads of f, the one
+        whose template parameter list takes that many arguments."""
+        overloads = self.template_kernels.get(fname)
+        if not overloads:
+            raise self.err(t, f"instantiation of unknown template kernel '{fname}'")
+        args = _top_level_split(targs)
+        fits = [k for k in overloads if _accepts(k.template_params, args)]
+        n = len(args)
+        if len(fits) == 1 or (fits and all(f.params == fits[0].params for f in fits)):
+            return fits[0]
+        raise self.err(t, f"instantiation {fname}<{targs}>: {len(fits) or 'none'} of the {len(overloads)} kernel "
+                          f"templates named '{fname}' take {n} template arguments")
+
+    def _kernel_definition(self, i: int, start: int, template_params: str | None) -> int:
+        toks = self.toks
+        # the parameter list: the first parenthesized group that is not an attribute's
+        _, lp = self._attributes(i, self._statement_end(i, ("{", ";")) - 1)
+        rp = _match(toks, lp)
+        body = self._statement_end(rp + 1, ("{", ";"))
+        items = self._attributes(start, lp - 1)[0] + self._attributes(rp + 1, body - 1)[0]
+        mtt, host_name = self._kernel_options(items)
+        name_i = _prev_sig(toks, lp - 1)
+        while toks[name_i].text == ")":  # __attribute__((...)) between the name and the parameters
+            name_i = _prev_sig(toks, _prev_sig(toks, _match_back(toks, name_i) - 1) - 1)
         fname = toks[name_i].text
-        del rt
-        close = _match(toks, k)
-        after = _sig(toks, close + 1)
-        while toks[after].text == "__attribute__":
-            e = _match(toks, _sig(toks, after + 1))
-            for n, a in _attr_items_gnu(toks, after, e):
-                if n == "max_total_threads_per_threadgroup":
-                    mtt = a
-            after = _sig(toks, e + 1)
-        params = self.parse_params(k, close, toks[name_i])
+        params = self.parse_params(lp, rp, toks[name_i])
         kd = KernelDecl(name=host_name or fname, fn=fname, params=params, file=toks[name_i].file,
                         line=toks[name_i].line, mtt_expr=mtt, template_params=template_params,
                         is_template=template_params is not None,
                         ns=self.namespace_at(name_i) if "namespace" in self.ns_hint else "")
         if template_params is not None:
-            self.template_kernels[fname] = kd
+            self.template_kernels.setdefault(fname, []).append(kd)
         else:
             self.add_kernel(kd, toks[name_i])
-        return close + 1
+        return rp + 1
+
+    def _kernel_instantiation(self, i: int, start: int) -> int:
+        toks = self.toks
+        semi = self._statement_end(i, (";", "{"))
+        if toks[semi].text != ";":
+            raise self.err(toks[i], "an explicit kernel instantiation ends with ';'")
+        mtt, host_name = self._kernel_options(self._attributes(start, semi - 1)[0])
+        # the declarator: NAME<ARGS> before the ';' (or before a parameter list)
+        e = _prev_sig(toks, semi - 1)
+        if toks[e].text == ")":
+            e = _prev_sig(toks, _match_back(toks, e) - 1)
+        if toks[e].text not in (">", ">>"):
+            raise self.err(toks[e], "expected the kernel template's arguments (f<...>) in a kernel instantiation")
+        lt = _match_back(toks, e)
+        fname = toks[_prev_sig(toks, lt - 1)].text
+        targs = _angle_text(toks, lt, e)
+        base = self._overload(fname, targs, toks[i])
+        name = host_name or f"{fname}<{targs}>"
+        self.all_names.append(name)
+        if self.only is not None and name not in self.only:
+            # instantiate only the kernels that were asked for: MLX files instantiate hundreds
+            _blank(toks, start, semi, " ")
+            return semi + 1
+        kd = KernelDecl(name=name, fn=fname, params=base.params, file=toks[i].file, line=toks[i].line,
+                        mtt_expr=mtt or base.mtt_expr, template_params=base.template_params,
+                        template_args=targs, is_template=True, ns=base.ns, mtt_in_template=mtt is None)
+        self.add_kernel(kd, toks[i])
+        return semi + 1
 
     def add_kernel(self, kd: KernelDecl, t: Tok) -> None:
         if not kd.is_template:
@@ -852,11 +1054,12 @@ class Rewriter:
     # ------------------------------------------------------------------ entries
     def entries(self) -> str:
         out = ["\n"]
-        for name, tk in self.template_kernels.items():
-            if tk.mtt_expr:
-                out.append(f'#line {tk.line} "{_esc(tk.file)}"\n')
-                out.append(f"template <{tk.template_params}> constexpr int __mslemu_mttf_{name}() "
-                           f"{{ return (int)({tk.mtt_expr}); }}\n")
+        for name, overloads in self.template_kernels.items():
+            for tk in overloads:  # overloaded function templates, one per kernel template
+                if tk.mtt_expr:
+                    out.append(f'#line {tk.line} "{_esc(tk.file)}"\n')
+                    out.append(f"template <{tk.template_params}> constexpr int __mslemu_mttf_{name}() "
+                               f"{{ return (int)({tk.mtt_expr}); }}\n")
         for kd in self.kernel_list:
             fn = "::" + kd.ns + kd.fn + (f"<{kd.template_args}>" if kd.template_args is not None else "")
             out.append(f'#line {kd.line} "{_esc(kd.file)}"\n')
@@ -866,7 +1069,7 @@ class Rewriter:
                 descs.append(f'{{{p.kind}, {p.index}, "{p.name}", {gate}}}')
             descs.append('{0, 0, "", false}')
             if kd.mtt_expr:
-                mtt = (f"::__mslemu_mttf_{kd.fn}<{kd.template_args}>()" if kd.is_template
+                mtt = (f"::__mslemu_mttf_{kd.fn}<{kd.template_args}>()" if kd.is_template and kd.mtt_in_template
                        else f"(int)({kd.mtt_expr})")
             else:
                 mtt = "0"
@@ -932,5 +1135,7 @@ def _arity(typ: str) -> int:
     return 1
 
 
-def rewrite(text: str, default_file: str, function_constants: dict | None = None, only: str | None = None) -> Rewritten:
+def rewrite(text: str, default_file: str, function_constants: dict | None = None,
+            only: Collection[str] | None = None) -> Rewritten:
+    """Rewrite preprocessed Metal source; `only` names the kernel instantiations to keep."""
     return Rewriter(text, default_file, function_constants, only).run()

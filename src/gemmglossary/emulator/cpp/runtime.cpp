@@ -86,6 +86,7 @@ static uint32_t tg_threads;       // how many: edge threadgroups of dispatchThre
 static void* sched_sp;            // the scheduler's saved stack pointer
 static uint32_t live_threads;     // threads of the threadgroup that have not returned
 static uint32_t barrier_arrivals; // live threads waiting at a threadgroup_barrier
+static bool returned_warned;      // the returned-before-a-barrier warning is given once per launch
 struct SimdgroupCount { uint32_t live, arrived; };  // lanes not yet returned; lanes waiting at a simd-group op
 static SimdgroupCount sg_count[32];
 static MslemuLaunch* launch;      // the caller's launch description
@@ -230,14 +231,14 @@ static void release_barrier() {
                             "); every live thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
     }
   }
-  if (live_threads < tg_threads && !result->warn) {
-    result->warn = 1;
+  if (live_threads < tg_threads && !returned_warned) {
+    returned_warned = true;
     std::vector<uint32_t> done;
     for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_DONE) done.push_back(i);
-    snprintf(result->warn_msg, sizeof result->warn_msg,
-             "threads %s of %s returned before the threadgroup_barrier at %s; Apple GPUs let returned threads skip "
-             "barriers, but the Metal specification requires every thread to reach them (not portable)",
-             id_list(done).c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str());
+    portability(first->wfile, first->wline,
+                "threads %s of %s returned before the threadgroup_barrier at %s; Apple GPUs let returned threads skip "
+                "barriers, but the Metal specification requires every thread to reach them (not portable)",
+                id_list(done).c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str());
   }
   if (flags & 2) { ctx.tg_sync = ++ctx.clock; }
   for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_BARRIER) fibers[i].state = F_READY;
@@ -568,6 +569,21 @@ void mslemu::uninit_read(const void* p, const void* pc) {
   snprintf(result->uninit_msg, sizeof result->uninit_msg, "%s", m.c_str());
 }
 
+// warnings from kernel code: one line each in warn_msg, once per source line that caused them
+void mslemu::portability(const char* file, int line, const char* f, ...) {
+  static const char* seen_file[64];
+  static int seen_line[64], nseen;
+  for (int i = 0; i < nseen; ++i) if (seen_line[i] == line && seen_file[i] == file) return;
+  if (nseen < 64) { seen_file[nseen] = file; seen_line[nseen] = line; ++nseen; }
+  char b[1024];
+  va_list ap; va_start(ap, f); vsnprintf(b, sizeof b, f, ap); va_end(ap);
+  size_t used = strlen(result->warn_msg), n = strlen(b);
+  if (used + n + 2 > sizeof result->warn_msg) return;
+  if (used) result->warn_msg[used++] = '\n';
+  memcpy(result->warn_msg + used, b, n + 1);
+  result->warn = 1;
+}
+
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
   launch->entry();
@@ -765,6 +781,15 @@ static bool is_stack_overflow(int sig, const char* a) {
   const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
                    : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : sig == SIGTRAP ? "SIGTRAP" : "signal";
   std::string m = fmt("kernel crashed with %s", name);
+  int unbound = (sig == SIGSEGV || sig == SIGBUS) ? unbound_index(si->si_addr) : -1;
+  if (unbound >= 0 && launch->buf_name[unbound]) {
+    // a reference parameter whose buffer the launch left unbound (mslemu_bind.h)
+    m = fmt("kernel read parameter '%s' [[buffer(%d)]]", launch->buf_name[unbound], unbound);
+    if (pc) m += " at " + pcs((void*)pc);
+    m += ", but the launch left that buffer unbound (bind it, or keep the kernel from reading it)";
+    if (ctx.cur) m += " in " + tg_str() + ", " + th_str(ctx.cur);
+    finish(E_OOB, m);
+  }
   if (is_stack_overflow(sig, (const char*)si->si_addr))
     m += fmt(" (stack overflow of a GPU thread: its %zu KiB stack is full; a thread-local array that large "
              "would not fit in a GPU thread's registers or stack either)", FIBER_STACK_BYTES / 1024);

@@ -1,6 +1,10 @@
 // Metal Shading Language standard library shim for the gemmglossary CPU emulator.
 // Original code. Deliberately avoids <cmath>/<cstdlib> so that `using namespace metal;`
 // never meets ambiguous global overloads.
+//
+// Layout: this file holds the address spaces (checked pointers, threadgroup memory and
+// the proxies that record every threadgroup read and write for the race check); the
+// library follows in one header per chapter of the specification's standard library.
 #pragma once
 #include <cstdint>
 #include <cstddef>
@@ -17,6 +21,8 @@
 #else
 #define MSLEMU_AI __attribute__((always_inline)) inline
 #endif
+// library functions that take no program counter: the compiler decides what to inline
+#define MSLEMU_FN inline
 
 #include "mslemu_f16.h"
 #if defined(__FLT16_MAX__) && !defined(MSLEMU_SOFT_HALF) && \
@@ -32,11 +38,13 @@ typedef unsigned short ushort;
 typedef unsigned char uchar;
 typedef unsigned long ulong;
 using std::size_t;
+using std::ptrdiff_t;
 
 namespace mslemu {
 
 template <class T>
 inline constexpr bool is_arith_v = std::is_arithmetic_v<T> || is_half<std::remove_cv_t<T>>::value;
+template <class...> inline constexpr bool dependent_false = false;
 
 // ---------------------------------------------------------------- race shadow
 MSLEMU_AI Shadow& shadow_of(const void* p) {
@@ -74,16 +82,39 @@ MSLEMU_AI void tg_write(const void* p, const void* pc) {
   }
   s.w_tid = (uint16_t)t; s.w_stamp = ctx.clock; s.w_pc = pcoff(pc);
 }
+// every 2-byte granule of an object
+MSLEMU_AI void tg_read_n(const void* p, size_t n, const void* pc) {
+  for (size_t k = 0; k < n; k += 2) tg_read((const char*)p + k, pc);
+}
+MSLEMU_AI void tg_write_n(const void* p, size_t n, const void* pc) {
+  for (size_t k = 0; k < n; k += 2) tg_write((const char*)p + k, pc);
+}
 
 // ---------------------------------------------------------------- address spaces
 enum { AS_DEVICE = 1, AS_CONSTANT = 2, AS_THREADGROUP = 3 };
 
 template <int A, class T> struct ptr;
+// an access outside [lo, hi): through a buffer the launch left unbound, or out of bounds
+inline void* bad_access(const void* pc, const void* p, const char* lo, const char* hi, size_t elem, const char* name) {
+  if (lo == hi && unbound_index(lo) >= 0)
+    fail(E_OOB, "kernel accessed parameter '%s' [[buffer(%d)]] at {{pc:%lx}}, but the launch left that buffer unbound "
+         "(bind it, or keep the kernel from reading it)", name, unbound_index(lo),
+         (unsigned long)((uintptr_t)pc - ctx.pc_base));
+  return oob(pc, p, lo, hi, elem, name, 0);
+}
+template <class S> struct tg_vref;   // a vector element of threadgroup memory (mslemu_tgvec.h)
+template <class S> struct tg_varrow;
+template <class T> struct is_vec_like : std::false_type {};  // vec and packed_vec (specialized later)
 
+// A scalar element of threadgroup memory: reads and writes go through the race check.
 template <class T> struct tg_ref {
   T* p;
   MSLEMU_AI operator T() const { tg_read(p, here()); return *p; }
   MSLEMU_AI T get() const { tg_read(p, here()); return *p; }
+  // static_cast<float>(element) where T is the software half type: one user-defined
+  // conversion (this one) instead of two (to T, then to float)
+  template <class U, class = std::enable_if_t<is_arith_v<U> && !std::is_same_v<U, T> && std::is_class_v<T>>>
+  MSLEMU_AI explicit operator U() const { return (U)get(); }
   MSLEMU_AI const tg_ref& operator=(T v) const { tg_write(p, here()); *p = v; return *this; }
   MSLEMU_AI const tg_ref& operator=(const tg_ref& o) const { T v = o.get(); tg_write(p, here()); *p = v; return *this; }
 #define MSLEMU_CMP(op) \
@@ -98,23 +129,15 @@ template <class T> struct tg_ref {
   MSLEMU_AI const tg_ref& operator--() const { T v = get(); tg_write(p, here()); *p = v - 1; return *this; }
   ptr<AS_THREADGROUP, T> operator&() const;
 };
-template <class T> struct is_tg_ref : std::false_type {};
-template <class T> struct is_tg_ref<tg_ref<T>> : std::true_type {};
 
-template <class T> struct is_vec_like : std::false_type {};
 // threadgroup objects of class type (e.g. MLX's ReadVector): whole-object reads and writes
 template <class T> struct tg_obj_ref {
   T* p;
-  MSLEMU_AI static void rd(const void* q, const void* pc) {
-    for (size_t k = 0; k < sizeof(T); k += 2) tg_read((const char*)q + k, pc);
-  }
-  MSLEMU_AI static void wr(const void* q, const void* pc) {
-    for (size_t k = 0; k < sizeof(T); k += 2) tg_write((const char*)q + k, pc);
-  }
-  MSLEMU_AI operator T() const { rd(p, here()); return *p; }
-  MSLEMU_AI const tg_obj_ref& operator=(const T& v) const { T t = v; wr(p, here()); *p = t; return *this; }
-  MSLEMU_AI const tg_obj_ref& operator=(const tg_obj_ref& o) const { T t = (T)o; wr(p, here()); *p = t; return *this; }
-  MSLEMU_AI T* operator->() const { rd(p, here()); return p; }
+  MSLEMU_AI operator T() const { tg_read_n(p, sizeof(T), here()); return *p; }
+  MSLEMU_AI const tg_obj_ref& operator=(const T& v) const { T t = v; tg_write_n(p, sizeof(T), here()); *p = t; return *this; }
+  MSLEMU_AI const tg_obj_ref& operator=(const tg_obj_ref& o) const {
+    T t = (T)o; tg_write_n(p, sizeof(T), here()); *p = t; return *this; }
+  MSLEMU_AI T* operator->() const { tg_read_n(p, sizeof(T), here()); return p; }
   ptr<3, T> operator&() const;
 };
 
@@ -125,6 +148,7 @@ template <int A, class T> struct ptr {
   const char* name;
   using element_type = T;
   static constexpr int address_space = A;
+  using E = std::conditional_t<std::is_void_v<T>, char, T>;
 
   ptr() = default;
   MSLEMU_AI ptr(std::nullptr_t) : p(nullptr), lo(nullptr), hi(nullptr), name("null") {}
@@ -138,8 +162,12 @@ template <int A, class T> struct ptr {
   // T* -> const T*
   template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   MSLEMU_AI ptr(const ptr<A, U>& o) : p(o.p), lo(o.lo), hi(o.hi), name(o.name) {}
+  // T* -> void*
+  template <class U, class = std::enable_if_t<std::is_void_v<T> && !std::is_void_v<U> &&
+                                              (std::is_const_v<T> || !std::is_const_v<U>)>, class = void, class = void>
+  MSLEMU_AI ptr(const ptr<A, U>& o) : p((T*)o.p), lo(o.lo), hi(o.hi), name(o.name) {}
   // explicit reinterpretation (C-style / static casts between pointer types of one space)
-  template <class U, class = std::enable_if_t<!std::is_same_v<const U, T>>, class = void>
+  template <class U, class = std::enable_if_t<!std::is_same_v<const U, T> && !(std::is_void_v<T> && !std::is_void_v<U>)>, class = void>
   MSLEMU_AI explicit ptr(const ptr<A, U>& o) : p((T*)(void*)o.p), lo(o.lo), hi(o.hi), name(o.name) {}
   template <class U, class = std::enable_if_t<!std::is_same_v<std::remove_cv_t<U>, std::remove_cv_t<T>>>>
   MSLEMU_AI explicit ptr(U* q) : p((T*)(void*)q) {
@@ -151,26 +179,31 @@ template <int A, class T> struct ptr {
   MSLEMU_AI explicit ptr(int raw) : p((T*)(uintptr_t)raw), lo(nullptr), hi(nullptr), name("raw address") {}
 
   MSLEMU_AI T* check(const void* pc) const {
-    if (__builtin_expect((char*)p < lo || (char*)p + sizeof(std::conditional_t<std::is_void_v<T>, char, T>) > hi, 0))
-      return (T*)oob(pc, p, lo, hi, sizeof(std::conditional_t<std::is_void_v<T>, char, T>), name, 0);
+    if (__builtin_expect((char*)p < lo || (char*)p + sizeof(E) > hi, 0))
+      return (T*)bad_access(pc, p, lo, hi, sizeof(E), name);
     return p;
   }
   MSLEMU_AI T* check_at(ptrdiff_t i, const void* pc) const {
     T* q = p + i;
-    if (__builtin_expect((char*)q < lo || (char*)q + sizeof(T) > hi, 0)) return (T*)oob(pc, q, lo, hi, sizeof(T), name, 0);
+    if (__builtin_expect((char*)q < lo || (char*)q + sizeof(T) > hi, 0)) return (T*)bad_access(pc, q, lo, hi, sizeof(T), name);
     return q;
   }
   MSLEMU_AI decltype(auto) operator[](ptrdiff_t i) const {
     T* q = check_at(i, here());
-    if constexpr (A == AS_THREADGROUP && is_arith_v<T>) return tg_ref<T>{q};
-    else if constexpr (A == AS_THREADGROUP && std::is_class_v<T> && !is_vec_like<std::remove_cv_t<T>>::value)
-      return tg_obj_ref<T>{q};
+    using B = std::remove_cv_t<T>;
+    if constexpr (A == AS_THREADGROUP && is_arith_v<B>) return tg_ref<T>{q};
+    else if constexpr (A == AS_THREADGROUP && is_vec_like<B>::value) return tg_vref<T>{q};
+    else if constexpr (A == AS_THREADGROUP && std::is_class_v<T>) return tg_obj_ref<T>{q};
     else if constexpr (A == AS_THREADGROUP) { tg_read(q, here()); return (T&)*q; }
     else return (T&)*q;
   }
   MSLEMU_AI decltype(auto) operator*() const { return (*this)[0]; }
-  MSLEMU_AI T* operator->() const { return check(here()); }
+  MSLEMU_AI auto operator->() const {
+    if constexpr (A == AS_THREADGROUP && is_vec_like<std::remove_cv_t<T>>::value) return tg_varrow<T>{{check(here())}};
+    else return check(here());
+  }
   MSLEMU_AI explicit operator bool() const { return p != nullptr; }
+  MSLEMU_AI bool operator!() const { return p == nullptr; }
   MSLEMU_AI T* raw() const { return p; }
   template <class U, class = std::enable_if_t<std::is_integral_v<U>>>
   MSLEMU_AI ptr operator+(U i) const { return ptr(p + i, lo, hi, name); }
@@ -203,10 +236,14 @@ template <class T> MSLEMU_AI ptr<AS_THREADGROUP, T> tg_ref<T>::operator&() const
 template <class P> struct is_ptr : std::false_type {};
 template <int A, class T> struct is_ptr<ptr<A, T>> : std::true_type {};
 
+template <class T, size_t... D> struct tg_view;
+
 // reinterpret_cast replacement: works for the wrapped pointer types as well as raw ones
 template <class To, class From> MSLEMU_AI To reinterpret_cast_(From&& x) {
   using F = std::remove_cv_t<std::remove_reference_t<From>>;
   if constexpr (is_ptr<To>::value && is_ptr<F>::value) return To(x);
+  else if constexpr (is_ptr<To>::value && std::is_class_v<F> && !is_ptr<F>::value)  // a threadgroup array decays
+    return To(ptr<AS_THREADGROUP, typename F::element_type>(x.p, x.lo, x.hi, x.name));
   else if constexpr (is_ptr<To>::value && std::is_pointer_v<F>) return To((typename To::element_type*)(void*)x);
   else if constexpr (is_ptr<To>::value) return To((uintptr_t)x);
   else if constexpr (is_ptr<F>::value && std::is_pointer_v<To>) return reinterpret_cast<To>(x.p);
@@ -216,23 +253,40 @@ template <class To, class From> MSLEMU_AI To reinterpret_cast_(From&& x) {
 // threadgroup arrays declared in kernel bodies: one allocation per threadgroup, shared by
 // every fiber of it.
 struct TgSlot { uint64_t gen; void* p; };
-template <class T, size_t... D> struct tg_view;
 template <class T, size_t D0, size_t... D> struct tg_view<T, D0, D...> {
   T* p; char* lo; char* hi; const char* name;
+  using element_type = T;
   static constexpr size_t stride = (D * ... * 1);
+  tg_view() = default;
+  MSLEMU_AI tg_view(T* p_, char* lo_, char* hi_, const char* name_) : p(p_), lo(lo_), hi(hi_), name(name_) {}
+  // `cond ? nullptr : array`: the array decays to a pointer, which may be null
+  MSLEMU_AI tg_view(std::nullptr_t) : p(nullptr), lo(nullptr), hi(nullptr), name("null") {}
   MSLEMU_AI decltype(auto) operator[](ptrdiff_t i) const {
     if constexpr (sizeof...(D) == 0) return ptr<AS_THREADGROUP, T>(p, lo, hi, name)[i];
-    else return tg_view<T, D...>{p + i * (ptrdiff_t)stride, lo, hi, name};
+    else return tg_view<T, D...>(p + i * (ptrdiff_t)stride, lo, hi, name);
   }
+  MSLEMU_AI decltype(auto) operator*() const { return (*this)[0]; }
   MSLEMU_AI operator ptr<AS_THREADGROUP, T>() const { return ptr<AS_THREADGROUP, T>(p, lo, hi, name); }
   MSLEMU_AI operator ptr<AS_THREADGROUP, const T>() const { return ptr<AS_THREADGROUP, const T>(p, lo, hi, name); }
+  MSLEMU_AI operator ptr<AS_THREADGROUP, void>() const { return ptr<AS_THREADGROUP, void>((void*)p, lo, hi, name); }
+  MSLEMU_AI operator ptr<AS_THREADGROUP, const void>() const { return ptr<AS_THREADGROUP, const void>((const void*)p, lo, hi, name); }
+  MSLEMU_AI ptr<AS_THREADGROUP, T> operator&() const { return ptr<AS_THREADGROUP, T>(p, lo, hi, name); }
   template <class U, class = std::enable_if_t<std::is_integral_v<U>>>
   MSLEMU_AI ptr<AS_THREADGROUP, T> operator+(U i) const {
     static_assert(sizeof...(D) == 0, "pointer arithmetic on a multi-dimensional threadgroup array");
     return ptr<AS_THREADGROUP, T>(p + i, lo, hi, name);
   }
+  template <class U, class = std::enable_if_t<std::is_integral_v<U>>>
+  MSLEMU_AI ptr<AS_THREADGROUP, T> operator-(U i) const {
+    static_assert(sizeof...(D) == 0, "pointer arithmetic on a multi-dimensional threadgroup array");
+    return ptr<AS_THREADGROUP, T>(p - i, lo, hi, name);
+  }
+  MSLEMU_AI bool operator==(std::nullptr_t) const { return p == nullptr; }
+  MSLEMU_AI bool operator!=(std::nullptr_t) const { return p != nullptr; }
 };
 template <class T, size_t... D> struct tg_array : tg_view<T, D...> {
+  tg_array() = default;
+  MSLEMU_AI tg_array(std::nullptr_t) : tg_view<T, D...>(nullptr) {}
   static tg_array get(TgSlot& s, const char* name) {
     if (s.gen != ctx.tg_gen) {
       static const uint32_t dims[] = {(uint32_t)D...};
@@ -251,15 +305,13 @@ template <class T> struct tg_var {
     if (s.gen != ctx.tg_gen) { s.p = tg_alloc(sizeof(T), alignof(T) < 16 ? 16 : alignof(T), name, sizeof(T)); s.gen = ctx.tg_gen; }
     return tg_var{(T*)s.p};
   }
-  MSLEMU_AI tg_ref<T> ref() const { return tg_ref<T>{p}; }
+  MSLEMU_AI decltype(auto) ref() const { return ptr<AS_THREADGROUP, T>(p, (char*)p, (char*)(p + 1), "")[0]; }
   MSLEMU_AI operator T() const { return ref(); }
   template <class U> MSLEMU_AI const tg_var& operator=(const U& v) const { ref() = (T)v; return *this; }
-  template <class U> MSLEMU_AI const tg_var& operator+=(const U& v) const { ref() += v; return *this; }
-  template <class U> MSLEMU_AI const tg_var& operator-=(const U& v) const { ref() -= v; return *this; }
-  template <class U> MSLEMU_AI const tg_var& operator*=(const U& v) const { ref() *= v; return *this; }
-  template <class U> MSLEMU_AI const tg_var& operator/=(const U& v) const { ref() /= v; return *this; }
-  template <class U> MSLEMU_AI const tg_var& operator|=(const U& v) const { ref() |= v; return *this; }
-  template <class U> MSLEMU_AI const tg_var& operator&=(const U& v) const { ref() &= v; return *this; }
+#define MSLEMU_TGV(op) template <class U> MSLEMU_AI const tg_var& operator op(const U& v) const { ref() op v; return *this; }
+  MSLEMU_TGV(+=) MSLEMU_TGV(-=) MSLEMU_TGV(*=) MSLEMU_TGV(/=) MSLEMU_TGV(%=) MSLEMU_TGV(|=) MSLEMU_TGV(&=) MSLEMU_TGV(^=)
+  MSLEMU_TGV(<<=) MSLEMU_TGV(>>=)
+#undef MSLEMU_TGV
   MSLEMU_AI T operator++(int) const { return ref()++; }
   MSLEMU_AI T operator--(int) const { return ref()--; }
   MSLEMU_AI const tg_var& operator++() const { ++ref(); return *this; }
@@ -271,6 +323,21 @@ template <class T> struct tg_var {
 
 #include "mslemu_vec.h"
 #include "mslemu_packed.h"
-#include "mslemu_lib.h"
+#include "mslemu_tgvec.h"
+#include "mslemu_proxy.h"
+#include "mslemu_traits.h"
+#include "mslemu_math.h"
+#include "mslemu_integer.h"
+#include "mslemu_common.h"
+#include "mslemu_geometric.h"
+#include "mslemu_matrix.h"
+#include "mslemu_pack.h"
+#include "mslemu_sync.h"
+#include "mslemu_simd.h"
+#include "mslemu_sgmatrix.h"
+#include "mslemu_atomic.h"
+#include "mslemu_uniform.h"
+#include "mslemu_misc.h"
+#include "mslemu_unsupported.h"
 #include "mslemu_builtins.h"
 #include "mslemu_bind.h"

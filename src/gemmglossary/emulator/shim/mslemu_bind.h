@@ -38,9 +38,14 @@ template <class A> MSLEMU_AI A bind(const ParamDesc& d) {
         // a parameter switched off by a function constant reads as zeros (Metal leaves it
         // unbound; compilers drop the dead reads)
         if (!d.gate) return B((typename B::element_type*)zero_block, zero_block, zero_block + sizeof zero_block, d.name);
+        if (!data && !tg) {  // left unbound: no valid element, and check() names the parameter
+          char* u = unbound_addr(d.index);
+          return B((typename B::element_type*)u, u, u, d.name);
+        }
         return B((typename B::element_type*)data, data, data + size, d.name);
       } else {
         if (!d.gate) return *(B*)zero_block;
+        if (!data && !tg) return *(B*)unbound_addr(d.index);  // a reference: the first read faults
         if (size < sizeof(B))
           fail(E_LAUNCH, "buffer(%d) bound to parameter '%s' has %llu bytes, but the parameter needs %zu", d.index, d.name,
                (unsigned long long)size, sizeof(B));

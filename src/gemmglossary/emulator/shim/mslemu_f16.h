@@ -12,6 +12,11 @@ struct f16 {
   static MSLEMU_AI constexpr uint16_t from_float(float f) { return K ? f32_to_bf16_bits(f) : f32_to_f16_bits(f); }
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T> || (is_half<T>::value && !std::is_same_v<T, f16>)>>
   MSLEMU_AI constexpr f16(T v) : bits(from_float((float)v)) {}
+  // from what converts to float (a threadgroup element of float, say): one user-defined
+  // conversion, as with a built-in half
+  template <class T, class = std::enable_if_t<std::is_class_v<T> && !is_half<T>::value &&
+                                              std::is_convertible_v<const T&, float>>, class = void>
+  MSLEMU_AI constexpr f16(const T& v) : bits(from_float((float)v)) {}
   MSLEMU_AI constexpr operator float() const { return K ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits); }
   template <class H, class = std::enable_if_t<is_half<H>::value && !std::is_same_v<H, f16>>>
   MSLEMU_AI constexpr explicit operator H() const { return H((float)*this); }

@@ -89,7 +89,19 @@ void* oob(const void* pc, const void* p, const void* lo, const void* hi, size_t 
                       const char* name, int write);
 [[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
 void uninit_read(const void* p, const void* pc);
+// something the specification does not promise: a PortabilityWarning, once per source line
+void portability(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 const char* buffer_name_for(const void* p, const void** lo, const void** hi);
+
+// A buffer the launch left unbound reads as an address in [UNBOUND_BASE, UNBOUND_END), one
+// UNBOUND_STRIDE per buffer index: never mapped (below the lowest address a process may map),
+// so an access through a reference faults there, and the handler names the parameter.
+enum { UNBOUND_BASE = 1024, UNBOUND_STRIDE = 1024, UNBOUND_END = UNBOUND_BASE + 32 * UNBOUND_STRIDE };
+inline char* unbound_addr(int index) { return (char*)(uintptr_t)(UNBOUND_BASE + UNBOUND_STRIDE * index); }
+inline int unbound_index(const void* p) {
+  uintptr_t a = (uintptr_t)p;
+  return a >= UNBOUND_BASE && a < UNBOUND_END ? (int)((a - UNBOUND_BASE) / UNBOUND_STRIDE) : -1;
+}
 
 enum ErrKind {
   E_OK = 0, E_GENERIC = 10, E_OOB = 11, E_RACE = 12, E_BARRIER = 13, E_DIVERGE = 14,

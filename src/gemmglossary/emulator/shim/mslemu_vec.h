@@ -1,19 +1,33 @@
-// Vector types for the MSL shim (original code).
+// Vector types for the MSL shim (original code). The swizzle member lists come from
+// mslemu_swizzles.h, which build.py writes with gemmglossary.emulator.shimgen.
 #pragma once
+#include "mslemu_swizzles.h"
 
 namespace metal {
 
 template <class T, int N> struct vec;
 
-#include "swizzles.inc"
+template <int... I> constexpr bool distinct_indices() {
+  constexpr int idx[] = {I...};
+  for (size_t a = 0; a < sizeof...(I); ++a)
+    for (size_t b = a + 1; b < sizeof...(I); ++b)
+      if (idx[a] == idx[b]) return false;
+  return true;
+}
+
+// a swizzle of a vector held in a register (thread memory)
 template <class T, int N, int... I> struct swz {
   using V = vec<T, sizeof...(I)>;
   using value_type = T;
   T v[N == 3 ? 4 : N];
   MSLEMU_AI operator V() const { return V(v[I]...); }
-  MSLEMU_AI swz& operator=(const V& r) { int k = 0; ((v[I] = r[k++]), ...); return *this; }
+  MSLEMU_AI swz& operator=(const V& r) {
+    static_assert(distinct_indices<I...>(), "a swizzle that repeats a component cannot be assigned to");
+    int k = 0; ((v[I] = r[k++]), ...); return *this;
+  }
   MSLEMU_AI swz& operator=(const swz& o) { return *this = V(o); }
   template <int M, int... J> MSLEMU_AI swz& operator=(const swz<T, M, J...>& o) { return *this = V(o); }
+  MSLEMU_AI T operator[](int i) const { return V(*this)[i]; }
 };
 
 template <class X> struct ncomp { static constexpr int value = 1; };
@@ -21,8 +35,7 @@ template <class T, int N> struct ncomp<vec<T, N>> { static constexpr int value =
 template <class T, int N, int... I> struct ncomp<swz<T, N, I...>> { static constexpr int value = sizeof...(I); };
 
 template <class T, class X> MSLEMU_AI void vput(T* d, int& k, const X& x) {
-  if constexpr (ncomp<X>::value == 1 && !std::is_class_v<X>) d[k++] = (T)x;
-  else if constexpr (std::is_class_v<X> && ncomp<X>::value > 1) {
+  if constexpr (std::is_class_v<X> && ncomp<X>::value > 1) {
     using VV = vec<typename X::value_type, ncomp<X>::value>;
     VV v = VV(x);
     for (int i = 0; i < ncomp<X>::value; ++i) d[k++] = (T)v[i];
@@ -49,18 +62,26 @@ template <class T, class X> MSLEMU_AI void vput(T* d, int& k, const X& x) {
   MSLEMU_AI T& operator[](int i) { return e[i]; }                                              \
   MSLEMU_AI const T& operator[](int i) const { return e[i]; }
 
+#define MSLEMU_RSWZ(name, ...) swz<T, MSLEMU_N, __VA_ARGS__> name;
 template <class T> struct alignas(sizeof(T) * 2) vec<T, 2> {
-  union { T e[2]; struct { T x, y; }; struct { T r, g; }; MSLEMU_SWIZZLES_2 };
+#define MSLEMU_N 2
+  union { T e[2]; struct { T x, y; }; struct { T r, g; }; MSLEMU_SWIZZLES_2(MSLEMU_RSWZ) };
+#undef MSLEMU_N
   MSLEMU_VEC_COMMON(2)
 };
 template <class T> struct alignas(sizeof(T) * 4) vec<T, 3> {
-  union { T e[4]; struct { T x, y, z; }; struct { T r, g, b; }; MSLEMU_SWIZZLES_3 };
+#define MSLEMU_N 3
+  union { T e[4]; struct { T x, y, z; }; struct { T r, g, b; }; MSLEMU_SWIZZLES_3(MSLEMU_RSWZ) };
+#undef MSLEMU_N
   MSLEMU_VEC_COMMON(3)
 };
 template <class T> struct alignas(sizeof(T) * 4) vec<T, 4> {
-  union { T e[4]; struct { T x, y, z, w; }; struct { T r, g, b, a; }; MSLEMU_SWIZZLES_4 };
+#define MSLEMU_N 4
+  union { T e[4]; struct { T x, y, z, w; }; struct { T r, g, b, a; }; MSLEMU_SWIZZLES_4(MSLEMU_RSWZ) };
+#undef MSLEMU_N
   MSLEMU_VEC_COMMON(4)
 };
+#undef MSLEMU_RSWZ
 
 template <class T, int N> MSLEMU_AI vec<T, N> vload(const T* p) { vec<T, N> r; for (int i = 0; i < N; ++i) r[i] = p[i]; return r; }
 
@@ -91,7 +112,11 @@ MSLEMU_VOP(<<) MSLEMU_VOP(>>)
     vec<bool, N> r; for (int i = 0; i < N; ++i) r[i] = a[i] op (T)b; return r; }                               \
   template <class T, int N, class S, class = std::enable_if_t<mslemu::is_arith_v<S>>>                           \
   MSLEMU_AI vec<bool, N> operator op(S a, const vec<T, N>& b) {                                                 \
-    vec<bool, N> r; for (int i = 0; i < N; ++i) r[i] = (T)a op b[i]; return r; }
+    vec<bool, N> r; for (int i = 0; i < N; ++i) r[i] = (T)a op b[i]; return r; }                               \
+  template <class T, int M, int... I, class B> MSLEMU_AI auto operator op(const swz<T, M, I...>& a, const B& b) { return vec<T, sizeof...(I)>(a) op b; } \
+  template <class A, class T, int M, int... I, class = std::enable_if_t<ncomp<A>::value == 1>> \
+  MSLEMU_AI auto operator op(const A& a, const swz<T, M, I...>& b) { return a op vec<T, sizeof...(I)>(b); }                        \
+  template <class T, int N, int M, int... I> MSLEMU_AI vec<bool, N> operator op(const vec<T, N>& a, const swz<T, M, I...>& b) { return a op vec<T, N>(b); }
 MSLEMU_VCMP(==) MSLEMU_VCMP(!=) MSLEMU_VCMP(<) MSLEMU_VCMP(>) MSLEMU_VCMP(<=) MSLEMU_VCMP(>=)
 MSLEMU_VCMP(&&) MSLEMU_VCMP(||)
 #undef MSLEMU_VCMP
@@ -102,11 +127,11 @@ template <class T, int N> MSLEMU_AI vec<T, N> operator~(const vec<T, N>& a) { ve
 template <class T, int N> MSLEMU_AI vec<bool, N> operator!(const vec<T, N>& a) { vec<bool, N> r; for (int i = 0; i < N; ++i) r[i] = !a[i]; return r; }
 template <class T, int N> MSLEMU_AI vec<T, N>& operator++(vec<T, N>& a) { for (int i = 0; i < N; ++i) ++a[i]; return a; }
 template <class T, int N> MSLEMU_AI vec<T, N>& operator--(vec<T, N>& a) { for (int i = 0; i < N; ++i) --a[i]; return a; }
-
-template <int N> MSLEMU_AI bool all(const vec<bool, N>& v) { for (int i = 0; i < N; ++i) if (!v[i]) return false; return true; }
-template <int N> MSLEMU_AI bool any(const vec<bool, N>& v) { for (int i = 0; i < N; ++i) if (v[i]) return true; return false; }
-MSLEMU_AI bool all(bool b) { return b; }
-MSLEMU_AI bool any(bool b) { return b; }
+template <class T, int N> MSLEMU_AI vec<T, N> operator++(vec<T, N>& a, int) { vec<T, N> r = a; ++a; return r; }
+template <class T, int N> MSLEMU_AI vec<T, N> operator--(vec<T, N>& a, int) { vec<T, N> r = a; --a; return r; }
+template <class T, int M, int... I> MSLEMU_AI auto operator-(const swz<T, M, I...>& a) { return -vec<T, sizeof...(I)>(a); }
+template <class T, int M, int... I> MSLEMU_AI auto operator~(const swz<T, M, I...>& a) { return ~vec<T, sizeof...(I)>(a); }
+template <class T, int M, int... I> MSLEMU_AI auto operator!(const swz<T, M, I...>& a) { return !vec<T, sizeof...(I)>(a); }
 
 }  // namespace metal
 

@@ -1,0 +1,323 @@
+"""Constructs of real Metal code, one small kernel each (kernels/constructs.metal), checked
+against numpy or exact values; the file is compiled once for the whole module."""
+
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmglossary.emulator import CompileError, DataRaceError, load_kernel
+
+SRC = Path(__file__).parent / "kernels" / "constructs.metal"
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    return lambda name, **kw: load_kernel(SRC, name, **kw)
+
+
+def test_uniform_values(kernel):
+    out = np.zeros(4 * 3, np.int32)
+    kernel("uniform_values")(np.array([23], np.int32), out, threads=3, threads_per_threadgroup=3)
+    iters = 23 // 4
+    for i, row in enumerate(out.reshape(3, 4)):
+        assert row.tolist() == [iters, 23 - 4 * iters, sum(range(iters)), 8 + i]
+
+
+def _quads(a):
+    return a.reshape(-1, 4)
+
+
+def test_quad_group_functions(kernel):
+    v = (np.arange(32) * 7 % 3 + 1).astype(np.int32)  # 1..3
+    out = np.zeros(32 * 24, np.float32)
+    kernel("quad_fns")(v, out, threads=32, threads_per_threadgroup=32)
+    got = out.reshape(32, 24)
+    f = v.astype(np.float32)
+    for g, (qv, qf) in enumerate(zip(_quads(v), _quads(f))):
+        for q in range(4):
+            r = got[g * 4 + q]
+            assert r[0] == qf.sum() and r[1] == qf.prod() and r[2] == qf.max() and r[3] == qf.min()
+            assert r[4] == np.bitwise_and.reduce(qv) and r[5] == np.bitwise_or.reduce(qv)
+            assert r[6] == np.bitwise_xor.reduce(qv)
+            assert r[7] == qf[:q].sum() and r[8] == qf[:q + 1].sum()
+            assert r[9] == qf[:q].prod() and r[10] == qf[:q + 1].prod()
+            assert r[11] == qf[(q + 1) % 4] and r[12] == qf[q ^ 3]
+            assert r[13] == (qf[q - 1] if q >= 1 else qf[q]), "shuffle_up keeps the lowest lane's value"
+            assert r[14] == (qf[q + 2] if q + 2 < 4 else qf[q]), "shuffle_down keeps the upper lanes' values"
+            assert r[15] == qf[(q - 1) % 4] and r[16] == qf[(q + 3) % 4]
+            assert r[17] == qf[2] and r[18] == qf[0]
+            assert r[19] == float((qv > 1).all()) and r[20] == float((qv > 2).any())
+            assert r[21] == sum(1 << k for k in range(4) if qv[k] > 1)
+            # fill_up by 1: lane 0 takes the fill value (-f) of lane 3
+            assert r[22] == (qf[q - 1] if q >= 1 else -qf[3])
+            # fill_down by 1 within halves of 2 lanes: the upper lane of each half takes the
+            # fill value of the half's lower lane
+            half = q // 2 * 2
+            assert r[23] == (qf[q + 1] if q % 2 == 0 else -qf[half])
+
+
+def test_quad_group_functions_over_active_lanes(kernel):
+    v = (np.arange(32) * 5 % 3 + 1).astype(np.int32)
+    out = np.full(32 * 8, -7, np.float32)
+    kernel("quad_active")(v, out, threads=32, threads_per_threadgroup=32)
+    got = out.reshape(32, 8)
+    f = v.astype(np.float32)
+    for g, qf in enumerate(_quads(f)):
+        act = qf[:3]
+        for q in range(3):
+            r = got[g * 4 + q]
+            assert r[0] == act.sum() and r[1] == act[:q + 1].sum() and r[2] == act[:q].prod()
+            assert r[3] == float((act > 1).all())
+            assert r[4] == sum(1 << k for k in range(3) if act[k] > 1)
+            assert r[5] == 0b0111 and r[6] == float(q == 0) and r[7] == act[0]
+        assert np.all(got[g * 4 + 3] == -7), "a returned lane writes nothing"
+
+
+def test_simd_and_quad_functions_on_threadgroup_elements(kernel):
+    x = (np.arange(32) % 5 * 0.5 + 0.5).astype(np.float32)
+    out = np.zeros(32 * 10, np.float32)
+    kernel("simd_on_threadgroup")(x, out, threads=32, threads_per_threadgroup=32)
+    got = out.reshape(32, 10)
+    for t in range(32):
+        r = got[t]
+        assert r[0] == np.float32(x.sum()) and r[1] == x.max()
+        assert r[2] == x[t // 4 * 4:t // 4 * 4 + 4].sum()
+        assert r[3] == x[(t + 3) % 32]
+        np.testing.assert_allclose(r[4], np.prod(x[:t], dtype=np.float32), rtol=1e-6)
+        np.testing.assert_allclose(r[5], np.prod(x[:t + 1], dtype=np.float32), rtol=1e-6)
+        assert r[6] == x[5] and r[7] == -x[5]
+        assert r[8] == (-x[t + 1] if t < 31 else -x[t])
+        assert r[9] == sum(1 << k for k in range(8) if x[k] > 1)
+
+
+def test_fast_and_precise_keep_float_overloads_when_a_header_adds_bfloat_ones(kernel):
+    x = np.array([0.5, 1.25, 2.0], np.float32)
+    out = np.zeros(3 * 9, np.float32)
+    kernel("fast_precise")(x, out, threads=3, threads_per_threadgroup=3)
+    got = out.reshape(3, 9)
+    ulp = dict(rtol=2e-7)
+    np.testing.assert_allclose(got[:, 0], np.exp(x), **ulp)
+    np.testing.assert_allclose(got[:, 1], np.sqrt(x), **ulp)
+    np.testing.assert_allclose(got[:, 2], np.exp(x), **ulp)
+    np.testing.assert_allclose(got[:, 3], np.sin(x), **ulp)
+    np.testing.assert_array_equal(got[:, 4], np.exp(x.astype(np.float16)).astype(np.float32))
+    np.testing.assert_allclose(got[:, 5], np.exp(x), **ulp)
+    # bfloat arguments reach the header's overloads
+    assert got[:, 6].tolist() == [43] * 3 and got[:, 7].tolist() == [46] * 3 and got[:, 8].tolist() == [42] * 3
+
+
+def test_metal_internal_type_traits(kernel):
+    out = np.zeros(6, np.int32)
+    kernel("internal_traits")(out, threads=1, threads_per_threadgroup=1)
+    assert out.tolist() == [1, 1, 2, 2, 1, 0]
+
+
+@pytest.mark.parametrize("name,expect", [("angle_close_float", lambda i: 3 * i), ("scaled_4", lambda i: 4 * i),
+                                         ("scaled_5", lambda i: 5 * i)])
+def test_kernel_template_forms(kernel, name, expect):
+    out = np.zeros(6, np.float32)
+    kernel(name)(out, threads=6, threads_per_threadgroup=6)
+    assert out.tolist() == [expect(i) for i in range(6)]
+
+
+@pytest.mark.parametrize("use", [0, 1])
+def test_threadgroup_array_where_a_pointer_is_expected(kernel, use):
+    out = np.zeros(16, np.float32)
+    kernel("array_as_pointer")(out, use, threads=8, threads_per_threadgroup=8)
+    if use:
+        assert out[:8].tolist() == [36] * 8 and out[8:].tolist() == [8 - t for t in range(8)]
+    else:
+        assert out[:8].tolist() == [-1] * 8 and out[8:].tolist() == [-2] * 8
+
+
+def test_matrix_types(kernel):
+    x = np.arange(1, 13, dtype=np.float32) * 0.5
+    out = np.zeros(32, np.float32)
+    kernel("matrices")(x, out, threads=1, threads_per_threadgroup=1)
+    a = x[:6].reshape(3, 2).T          # columns are stored one after the other
+    b = x[6:12].reshape(2, 3).T
+    ab = a @ b
+    v = np.array([1, -2, 0.5], np.float32)
+    e = ab + 2.5 * np.eye(2) - 2.0 * ab * 0.25
+    h = np.array([[1.5, -1.0], [2.0, 4.0]]) @ np.array([2.0, 1.0])
+    m4 = np.array([[2, 1, 0, 0], [0, 3, 1, 0], [1, 0, 4, 0], [0, 0, 0, 5]], np.float64).T
+    expect = [*ab.T.ravel(), *(a @ v), *(np.array([3, -1]) @ a), *e.T.ravel(), *a.ravel(), np.linalg.det(ab),
+              *h, np.linalg.det(m4), 9 + 1]
+    np.testing.assert_allclose(out[:len(expect)], expect, rtol=1e-5)
+
+
+def test_explicit_specialization_inside_a_class(kernel):
+    out = np.zeros(6, np.float32)
+    kernel("member_specialization")(out, threads=1, threads_per_threadgroup=1)
+    assert out.tolist() == [2, 3, 10, 20, 4, 30]
+
+
+def test_explicit_specialization_with_arguments_inside_a_class_is_an_error():
+    src = """#include <metal_stdlib>
+using namespace metal;
+struct S {
+  template <int N> int f() { return N; }
+  template <> int f<0>() { return -1; }
+};
+kernel void k(device int* o [[buffer(0)]]) { S s; o[0] = s.f<0>(); }
+"""
+    with pytest.raises(CompileError, match=r"<source>:5: error: an explicit specialization with template arguments"):
+        load_kernel(src, "k")
+
+
+ASM_SRC = """#include <metal_stdlib>
+using namespace metal;
+METAL_FUNC float air_exp(float x) __asm("air.fast_exp.f32");
+METAL_FUNC float air_unused(float x) __asm("air.unused.f32");
+kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  o[i] = USE_IT ? air_exp(o[i]) : o[i] + 1.0f;
+}
+"""
+
+
+def test_asm_linkage_to_an_air_intrinsic_is_a_compile_error_where_it_is_called():
+    with pytest.raises(CompileError) as e:
+        load_kernel(ASM_SRC, "k", defines={"USE_IT": 1})
+    msg = str(e.value)
+    assert msg.startswith("<source>:3:") and "'air.fast_exp.f32' is an undocumented Metal intrinsic" in msg
+    assert "Metal 4 compilers reject" in msg and "<source>:6" in msg  # the line that calls it
+    # declared but never called: nothing to run, nothing to report
+    o = np.zeros(2, np.float32)
+    load_kernel(ASM_SRC, "k", defines={"USE_IT": 0})(o, threads=2, threads_per_threadgroup=2)
+    assert o.tolist() == [1, 1]
+
+
+def test_vector_stores_to_threadgroup_memory_are_writes(kernel):
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "read before any thread wrote it"
+        kernel("vector_stores")(x, out, threads=16, threads_per_threadgroup=16)
+    tile = x.reshape(16, 4).copy()
+    tile[:, 1] += 100
+    copy = np.roll(tile, -1, axis=0)
+    tile[:, 2:] = -1
+    np.testing.assert_array_equal(out.reshape(16, 4), tile + copy * 1000)
+
+
+def test_a_race_through_a_vector_store_is_found(kernel):
+    with pytest.raises(DataRaceError) as e:
+        kernel("vector_store_race")(np.zeros(1, np.float32), threads=2, threads_per_threadgroup=2)
+    msg = str(e.value)
+    src = str(SRC)
+    assert "'tile[5]'" in msg and f"{src}:{_line('reinterpret_cast<threadgroup float4*>(tile)[1]')}" in msg
+    assert f"{src}:{_line('out[0] = tile[5]')}" in msg
+
+
+def _line(text):
+    return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
+
+
+SOFT_HALF_SRC = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device const half* in [[buffer(0)]], device float* out [[buffer(1)]],
+              uint t [[thread_index_in_threadgroup]]) {
+  threadgroup half As[8];
+  threadgroup float Bs[8];
+  As[t] = in[t];
+  Bs[t] = float(in[t]) * 2.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float a = static_cast<float>(As[(t + 1) % 8]);  // as MLX's mma.h loads a fragment
+  half b = static_cast<half>(Bs[t]);
+  half b2 = Bs[t];
+  float c = As[t] * 2.0f;
+  half d = As[t] + As[t];
+  out[t] = a + float(b + b2) * 10.0f + c * 100.0f + float(d) * 1000.0f;
+}
+"""
+
+
+@pytest.mark.parametrize("how", ["software half", "clang++"])
+def test_threadgroup_elements_convert_with_the_software_half_type(monkeypatch, how):
+    """clang++ 14 has no _Float16 on x86-64, so half is the shim's own type there; forcing
+    that type (MSLEMU_SOFT_HALF) reproduces it with any compiler."""
+    from gemmglossary.emulator import build
+
+    if how == "clang++":
+        if shutil.which("clang++") is None:
+            pytest.skip("clang++ is not installed")
+        monkeypatch.setenv("CXX", "clang++")
+        build.compiler.cache_clear()
+    else:
+        monkeypatch.setattr(build, "CXXFLAGS", [*build.CXXFLAGS, "-DMSLEMU_SOFT_HALF"])
+    try:
+        x = (np.arange(8) * 0.25).astype(np.float16)
+        out = np.zeros(8, np.float32)
+        load_kernel(SOFT_HALF_SRC, "k")(x, out, threads=8, threads_per_threadgroup=8)
+    finally:
+        build.compiler.cache_clear()
+    f = x.astype(np.float32)
+    np.testing.assert_array_equal(out, np.roll(f, -1) + 2 * (2 * f) * 10 + 2 * f * 100 + 2 * f * 1000)
+
+
+UNBOUND_SRC = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device float* out [[buffer(0)]], const device float* bias [[buffer(1)]],
+              constant bool& use [[buffer(2)]], constant float& scale [[buffer(3)]],
+              uint i [[thread_position_in_grid]]) {
+  if (use) out[i] = bias[i];
+  else if (i == 9) out[i] = scale;
+  else out[i] = 1.0f;
+}
+"""
+
+
+def test_buffers_a_kernel_does_not_touch_may_stay_unbound():
+    k = load_kernel(UNBOUND_SRC, "k")
+    out = np.zeros(4, np.float32)
+    k({0: out, 2: np.array(False)}, threads=4, threads_per_threadgroup=4)
+    assert out.tolist() == [1] * 4
+    out2 = np.zeros(4, np.float32)
+    k(out2, None, False, None, threads=4, threads_per_threadgroup=4)  # positional: None is unbound
+    assert out2.tolist() == [1] * 4
+
+
+def test_an_access_to_an_unbound_buffer_names_the_parameter():
+    from gemmglossary.emulator import OutOfBoundsError
+
+    k = load_kernel(UNBOUND_SRC, "k")
+    with pytest.raises(OutOfBoundsError, match=r"parameter 'bias' \[\[buffer\(1\)\]\] at \S*<source>:6, but the launch left that buffer unbound"):
+        k({0: np.zeros(4, np.float32), 2: np.array(True)}, threads=4, threads_per_threadgroup=4)
+    # a reference parameter (constant float&) read while unbound
+    with pytest.raises(OutOfBoundsError, match=r"parameter 'scale' \[\[buffer\(3\)\]\] at \S*<source>:7, but the launch left that buffer unbound"):
+        k({0: np.zeros(10, np.float32), 2: np.array(False)}, threads=10, threads_per_threadgroup=10)
+
+
+OVERLOADED_SRC = """#include <metal_stdlib>
+using namespace metal;
+template <typename T, typename M, int N>
+[[kernel, max_total_threads_per_threadgroup(N * 32)]] void k(device T* out [[buffer(0)]],
+                                                             uint i [[thread_position_in_grid]]) {
+  out[i] = T(N) + T(sizeof(M));
+}
+template <typename T, int N, bool twice = false>
+[[kernel]] void k(device T* out [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  out[i] = T(N) * (twice ? 2 : -1);
+}
+template [[host_name("k3")]] [[kernel]] decltype(k<float, short, 2>) k<float, short, 2>;
+template [[host_name("k2")]] [[kernel]] decltype(k<float, 5>) k<float, 5>;
+template [[host_name("k2t")]] [[kernel]] decltype(k<float, 5, true>) k<float, 5, true>;
+"""
+
+
+def test_overloaded_kernel_templates():
+    """Kernel templates of one name told apart by their template parameter lists
+    (MLX's steel_gemm_masked.h has two block_masked_gemm)."""
+    k3 = load_kernel(OVERLOADED_SRC, "k3")
+    assert k3.max_total_threads_per_threadgroup == 64 and k3.parameters[0][2] == 0
+    out = np.zeros(2, np.float32)
+    k3(out, threads=2, threads_per_threadgroup=2)
+    assert out.tolist() == [4, 4]
+    for name, value in (("k2", -5), ("k2t", 10)):
+        k = load_kernel(OVERLOADED_SRC, name)
+        assert k.max_total_threads_per_threadgroup == 1024 and k.parameters[0][2] == 1
+        k(out, threads=2, threads_per_threadgroup=2)
+        assert out.tolist() == [value, value]
