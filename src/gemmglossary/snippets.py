@@ -7,7 +7,7 @@
   message with paths shown relative to the repository, and an edited variant named after
   the kernel file it was made from.
 - :func:`printed_warnings` prints the warnings raised inside it (the emulator's
-  ``PortabilityWarning``\ s) the same way, instead of letting them go to stderr.
+  ``PortabilityWarning`` warnings) the same way, instead of letting them go to stderr.
 - :func:`show_figure` displays a matplotlib figure with alt text. In a notebook (and in
   the site, which executes the snippets with mkdocs-jupyter) the figure is an inline
   PNG inside an ``<img alt=...>``; run as a plain script it prints the alt text, and
