@@ -82,10 +82,8 @@ def printed_warnings(edited: str | None = None, limit: int = 3):
 
 
 def _in_ipython() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
+    from IPython import get_ipython  # installed with ipykernel, a dependency
+
     return get_ipython() is not None
 
 
@@ -94,12 +92,10 @@ def show_figure(fig, alt: str, *, dpi: int = 110) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
     png = buf.getvalue()
-    try:  # a pyplot-managed figure would be shown a second time, without alt text
-        import matplotlib.pyplot as plt
+    # A pyplot-managed figure would be shown a second time, without alt text.
+    import matplotlib.pyplot as plt
 
-        plt.close(fig)
-    except Exception:
-        pass
+    plt.close(fig)
 
     folder = os.environ.get("GEMMGLOSSARY_FIGURES")
     if folder:
