@@ -151,8 +151,9 @@ def update(root: Path | None = None, *, accept_changes: bool = False,
             page_path = docs_dir / page
             # The page may have been edited since it was read: never write over an edit.
             if page_path.read_text(encoding="utf-8") != pages[page]:
-                result.refused.append(f"docs/{page}: changed while updating; run the update again")
-                result.actions.clear()
+                result.refused.append(f"docs/{page}: changed while updating; nothing written, "
+                                      "run the update again")
+                result.actions = [a for a in result.actions if a.startswith("finished an interrupted")]
                 result.report = check(root, docs_dir=docs_dir)
                 return result
             writes[page_path] = "\n".join(lines)
