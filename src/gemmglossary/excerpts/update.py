@@ -89,15 +89,15 @@ def _plan(report: Report, entries: list[Entry], pages: dict[str, str], accept_ch
             a, z = ex.new_range
             reanchor(rewritten.setdefault(ex.page, pages[ex.page].split("\n")), b, a, z)
             moved_from.add(key)
-            if ex.moved_and_changed:  # moving it accepts nothing: the old hashes go along
-                new_entries.setdefault((ex.page, b.file, a, z), _entry(ex, a, z, old.sha256, old.lines))
+            # The old hashes go along: moving a block accepts none of its text.
+            new_entries.setdefault((ex.page, b.file, a, z), _entry(ex, a, z, old.sha256, old.lines))
+            if ex.moved_and_changed:
                 result.actions.append(f"re-anchored {_where(ex)} → {span(a, z)}, where the block now "
                                       "seems to stand (moved and changed)")
                 result.refused.append(f"docs/{ex.page}:{b.page_line}: {b.file} {span(a, z)}: moved and "
                                       "changed; re-anchored but not relocked: review the page, then "
                                       "`gemmglossary excerpts update --accept-changes`")
             else:
-                new_entries.setdefault((ex.page, b.file, a, z), _entry(ex, a, z, old.sha256, old.lines))
                 result.actions.append(f"re-anchored {_where(ex)} → {span(a, z)}")
             continue
         if key in new_entries:
