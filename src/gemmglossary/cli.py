@@ -51,7 +51,7 @@ def subparser(subparsers, name: str, **kwargs) -> Parser:
 def build_parser() -> Parser:
     parser = Parser(
         prog="gemmglossary",
-        description="Tooling of the Metal GEMM Glossary: the MLX headers it quotes, the excerpt "
+        description="Tooling of the Metal GEMM Glossary: the MLX headers it quotes, the excerpt\n"
                     "lock of its pages, and running its kernels.",
         epilog=EXIT_STATUS,
         formatter_class=argparse.RawDescriptionHelpFormatter,

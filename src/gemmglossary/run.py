@@ -31,7 +31,7 @@ MAX_ELEMENTS = 2 ** 26
 #: Largest M*N*K accepted on the emulator (2048^3, seconds to a minute at its 1-3 GFLOP/s).
 EMULATOR_MAX_WORK = 2 ** 33
 
-LIMITS = (f"limits: A, B and C of at most {MAX_ELEMENTS:,} elements each (256 MiB of float32); "
+LIMITS = (f"limits: A, B and C of at most {MAX_ELEMENTS:,} elements each (256 MiB of float32);\n"
           f"on the emulator M*N*K of at most 2^33 = {EMULATOR_MAX_WORK:,} (2048^3)")
 
 

@@ -7,7 +7,7 @@
   message with paths shown relative to the repository, and an edited variant named after
   the kernel file it was made from.
 - :func:`printed_warnings` prints the warnings raised inside it (the emulator's
-  ``PortabilityWarning``\ s) the same way, instead of letting them go to stderr.
+  ``PortabilityWarning`` warnings) the same way, instead of letting them go to stderr.
 - :func:`show_figure` displays a matplotlib figure with alt text. In a notebook (and in
   the site, which executes the snippets with mkdocs-jupyter) the figure is an inline
   PNG inside an ``<img alt=...>``; run as a plain script it prints the alt text, and
@@ -82,10 +82,8 @@ def printed_warnings(edited: str | None = None, limit: int = 3):
 
 
 def _in_ipython() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
+    from IPython import get_ipython  # installed with ipykernel, a dependency
+
     return get_ipython() is not None
 
 
@@ -94,12 +92,10 @@ def show_figure(fig, alt: str, *, dpi: int = 110) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
     png = buf.getvalue()
-    try:  # a pyplot-managed figure would be shown a second time, without alt text
-        import matplotlib.pyplot as plt
+    # A pyplot-managed figure would be shown a second time, without alt text.
+    import matplotlib.pyplot as plt
 
-        plt.close(fig)
-    except Exception:
-        pass
+    plt.close(fig)
 
     folder = os.environ.get("GEMMGLOSSARY_FIGURES")
     if folder:

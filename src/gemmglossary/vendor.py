@@ -225,10 +225,10 @@ def restore(pins: Pins | None = None) -> list[str]:
 
 def register(subparsers) -> None:
     p = subparser(subparsers, "vendor", help="copy the pinned MLX headers into kernels/vendor/",
-                  description="Copy the MLX files pinned in kernels/vendor.toml from the installed mlx "
-                  "wheel into kernels/vendor/ (git-ignored), checking their hashes. A copy that "
-                  "differs from its pin is restored, and the edited copy kept under "
-                  ".cache/vendor-edits/. Builds and tests materialize missing files by themselves "
+                  description="Copy the MLX files pinned in kernels/vendor.toml from the installed mlx\n"
+                  "wheel into kernels/vendor/ (git-ignored), checking their hashes. A copy that\n"
+                  "differs from its pin is restored, and the edited copy kept under\n"
+                  ".cache/vendor-edits/. Builds and tests materialize missing files by themselves\n"
                   "but never overwrite an edited one.")
     p.add_argument("--check", action="store_true", help="only report (exit 1 on any problem); copy nothing")
     p.set_defaults(func=_run)

@@ -6,17 +6,18 @@ import numpy as np
 import pytest
 
 from gemmglossary.emulator import load_kernel
+from gemmglossary.kernels import KERNELS as TABLE
 from gemmglossary.paths import kernels_dir
 
-GP = np.dtype([("M", "<u4"), ("N", "<u4"), ("K", "<u4"), ("lda", "<u4"), ("ldb", "<u4"), ("ldc", "<u4"),
-               ("alpha", "<f4"), ("beta", "<f4")])
 SHAPES = [(1, 1, 1), (37, 45, 29), (33, 31, 17), (130, 5, 23), (3, 70, 40), (64, 64, 64)]
-KERNELS = {
-    # name: (output tile rows, cols, threads per threadgroup)
-    "matmul_tiled": (16, 16, (16, 16, 1)),
-    "matmul_simd": (32, 32, (128, 1, 1)),
-    "matmul_simd_blocked": (64, 32, (128, 1, 1)),
-}
+#: The kernels taking M, N, K as scalars; buffers and dispatch as gemmglossary.kernels reads them.
+KERNELS = ["matmul_tiled", "matmul_simd", "matmul_simd_blocked"]
+TILED_GEMM = TABLE["tiled_gemm"]
+
+
+def _launch(name, M, N, K):
+    d = TABLE[name].dispatch(M, N, K)
+    return dict(threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
 
 
 def _path(name):
@@ -34,14 +35,13 @@ def _mats(M, N, K, seed=0):
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize("name", KERNELS)
 def test_simple_kernels_match_numpy(name, shape):
     M, N, K = shape
-    bm, bn, tptg = KERNELS[name]
     k = load_kernel(_path(name), name)
     A, B = _mats(M, N, K)
     C = np.full((M, N), np.nan, np.float32)
-    k(A, B, C, M, N, K, threadgroups=((N + bn - 1) // bn, (M + bm - 1) // bm, 1), threads_per_threadgroup=tptg)
+    k(A, B, C, M, N, K, **_launch(name, M, N, K))
     np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
 
 
@@ -49,11 +49,11 @@ def test_simple_kernels_match_numpy(name, shape):
 def test_tiled_gemm_matches_numpy(shape):
     M, N, K = shape
     k = load_kernel(_path("tiled_gemm"), "tiled_gemm")
-    assert k.max_total_threads_per_threadgroup == 128
+    assert k.max_total_threads_per_threadgroup == TILED_GEMM.max_total_threads() == 128
     A, B = _mats(M, N, K, 1)
     C = np.zeros((M, N), np.float32)
-    p = np.array((M, N, K, K, N, N, 1.0, 0.0), dtype=GP)
-    k(A, B, C, p, threadgroups=((N + 63) // 64, (M + 63) // 64, 1), threads_per_threadgroup=(128, 1, 1))
+    p = TILED_GEMM.params(M, N, K)
+    k(A, B, C, p, **_launch("tiled_gemm", M, N, K))
     np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
 
 
@@ -66,8 +66,8 @@ def test_tiled_gemm_alpha_beta_and_strides():
     B = rng.uniform(-1, 1, (K, ldb)).astype(np.float32)
     C0 = rng.uniform(-1, 1, (M, ldc)).astype(np.float32)
     C = C0.copy()
-    p = np.array((M, N, K, lda, ldb, ldc, 1.5, -0.5), dtype=GP)
-    k(A, B, C, p, threadgroups=((N + 63) // 64, (M + 63) // 64, 1), threads_per_threadgroup=(128, 1, 1))
+    p = TILED_GEMM.params(M, N, K, lda=lda, ldb=ldb, ldc=ldc, alpha=1.5, beta=-0.5)
+    k(A, B, C, p, **_launch("tiled_gemm", M, N, K))
     ref = 1.5 * (A[:, :K].astype(np.float64) @ B[:, :N]) - 0.5 * C0[:, :N]
     np.testing.assert_allclose(C[:, :N], ref, rtol=1e-4, atol=1e-4)
     assert np.array_equal(C[:, N:], C0[:, N:]), "padding columns untouched"
@@ -77,9 +77,9 @@ def test_tiled_gemm_oversized_threadgroup_rejected():
     from gemmglossary.emulator import LaunchError
 
     k = load_kernel(_path("tiled_gemm"), "tiled_gemm")
-    with pytest.raises(LaunchError, match="128"):
+    with pytest.raises(LaunchError, match=str(TILED_GEMM.max_total_threads())):
         k(np.zeros(1, np.float32), np.zeros(1, np.float32), np.zeros(1, np.float32),
-          np.zeros(1, GP), threadgroups=(1, 1, 1), threads_per_threadgroup=(256, 1, 1))
+          TILED_GEMM.params(1, 1, 1), threadgroups=(1, 1, 1), threads_per_threadgroup=(256, 1, 1))
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["first-barrier", "second-barrier"])

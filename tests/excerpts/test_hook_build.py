@@ -80,11 +80,13 @@ def test_drifted_excerpt_fails_the_build_even_without_strict(site):
     assert build(site.root, "--strict").returncode == 0
 
 
-def test_changed_excerpt_fails_the_build(site):
+def test_changed_excerpt_and_stray_excerpt_line_fail_the_build(site):
     site.replace_line("kernels/add.metal", 7, "    a[i] += 2.0f;")
+    site.page("cpp.md", '# C++\n\n```cpp\n--8<-- "kernels/add.metal:1:3"\n```\n')
     run = build(site.root, "--strict")
     assert run.returncode != 0
     assert "docs/index.md:6: kernels/add.metal lines 5–11: text changed; review the page, then `gemmglossary excerpts update --accept-changes`" in run.stderr
+    assert """docs/cpp.md:4: excerpt line '--8<-- "kernels/add.metal:1:3"' in a 'cpp' fence is not quoted""" in run.stderr
 
 
 def test_missing_vendor_manifest_fails_clearly(site):

@@ -124,7 +124,7 @@ def test_a_page_edited_during_the_update_is_not_overwritten(locked, monkeypatch)
 
     monkeypatch.setattr(update_module, "check", check_then_edit)
     result = update()
-    assert "docs/index.md: changed while updating; run the update again" in result.refused
+    assert "docs/index.md: changed while updating; nothing written, run the update again" in result.refused
     assert locked.read("docs/index.md") == edited  # the writer's edit survives
     monkeypatch.setattr(update_module, "check", real_check)
     assert update().ok  # and the next run re-anchors it

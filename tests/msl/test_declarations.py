@@ -97,3 +97,20 @@ def test_integer_expressions_have_c_semantics(expr, value):
 def test_expressions_that_are_not_integer_arithmetic_are_errors(expr, message):
     with pytest.raises(ExpressionError, match=message.replace("(", r"\(")):
         evaluate(expr, {})
+
+
+def test_function_constants_are_read_from_tokens():
+    from gemmglossary.msl.declarations import function_constants
+
+    src = """\
+// constant bool in_a_comment [[function_constant(9)]];
+constant bool has_bias [[function_constant(0)]];
+constant metal::uint tile  [[function_constant(1 + 2)]];
+constant int named [[function_constant(INDEX)]];
+constant constexpr uint not_one = 4;
+"""
+    found = function_constants(src, "k.metal")
+    assert [(f.name, f.type, f.argument, f.index, f.line) for f in found] == [
+        ("has_bias", "bool", "0", 0, 2), ("tile", "metal :: uint", "1 + 2", 3, 3),
+        ("named", "int", "INDEX", None, 4)]
+    assert found[0].file == "k.metal"

@@ -110,11 +110,12 @@ def test_scalar_parameter_types():
 
 def test_same_parameters_as_the_emulator_on_every_kernel_file():
     """The reader agrees with the emulator's rewriter (which compiles what it reads) on
-    the preprocessed first-party kernels and MLX's steel instantiations."""
+    the preprocessed first-party kernels and MLX's steel instantiations (the other MLX
+    instantiation files add time, not cases: template instantiations like steel's)."""
     from gemmglossary.emulator.build import preprocess
     from gemmglossary.emulator.rewrite import rewrite
 
-    for path in sorted(paths.kernels_dir().glob("*.metal")):
+    for path in sorted(p for p in paths.kernels_dir().glob("*.metal") if not p.name.startswith("mlx_")):
         pre = preprocess(path.read_text(), str(path), [str(paths.vendor_dir())], None)
         emulated = rewrite(pre, str(path)).kernels
         ours = {k.name: k for k in kernels(pre, str(path))}

@@ -4,14 +4,17 @@
 - every snippet has the shape the site relies on (a markdown H1 first, the command);
 - a snippet that raises fails a script run and an mkdocs build with the site's own
   mkdocs-jupyter configuration (allow_errors off);
-- mkdocs-jupyter's cache is keyed by the kernels: editing a kernel changes the key and
-  the rendered output;
+- each snippet's output is cached under a key of its own inputs (the kernels it reads,
+  the tooling it imports), checked against what the snippet really reads: editing a
+  kernel re-executes the snippets that read it and no other; a failed build keeps the
+  good outputs; a damaged cached output is replaced, with a warning;
 - figures carry alt text and the notebook kernel is the Python running mkdocs.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -42,9 +45,11 @@ def _env(**extra) -> dict[str, str]:
     return env
 
 
-def _run_script(path: Path, **env) -> subprocess.CompletedProcess:
+def _run_script(path: Path, *, record: Path | None = None, **env) -> subprocess.CompletedProcess:
+    """Run a snippet as a reader does; with ``record``, through record_inputs.py."""
+    argv = [str(path)] if record is None else [str(Path(__file__).with_name("record_inputs.py")), str(path), str(record)]
     return subprocess.run(
-        [sys.executable, str(path)], cwd=ROOT, env=_env(**env),
+        [sys.executable, *argv], cwd=ROOT, env=_env(**env),
         capture_output=True, text=True, timeout=900,
     )
 
@@ -69,12 +74,26 @@ def test_snippet_shape(path: Path):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SNIPPETS, ids=[p.stem for p in SNIPPETS])
 def test_snippet_runs(path: Path, tmp_path: Path):
-    proc = _run_script(path, GEMMGLOSSARY_FIGURES=str(tmp_path))
+    record = tmp_path / "read.json"
+    proc = _run_script(path, record=record, GEMMGLOSSARY_FIGURES=str(tmp_path))
     assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     assert proc.stdout.strip(), f"{path.name} printed nothing"
     # Diagnostics are printed by the snippet, never left to go to stderr (and so to a
     # stderr box on the page).
     assert "Warning" not in proc.stderr, f"{path.name} leaked a warning:\n{proc.stderr[-3000:]}"
+    # Everything of the repository the snippet read is among the inputs its cached page
+    # is keyed by, so no edit can leave a stale page.
+    read = json.loads(record.read_text())
+    inputs = {p.resolve() for p in snippets_hook.cache_inputs(path, ROOT)}
+    if (ROOT / "kernels" / "vendor.toml") in inputs:  # vendored files are checked against it
+        inputs |= {p.resolve() for p in (ROOT / "kernels" / "vendor").rglob("*") if p.is_file()}
+    package = snippets_hook.package_dir(ROOT).resolve()
+    watched = [ROOT / "kernels", package]
+    used = {Path(f).resolve() for f in read["opened"] + read["launched"] + read["modules"]}
+    used = {f for f in used if f.is_file() and any(f.is_relative_to(w) for w in watched)}
+    assert used, "the recorder saw nothing"
+    missing = sorted(str(f.relative_to(ROOT)) for f in used - inputs)
+    assert not missing, f"{path.name} read files its cache key ignores: {missing}"
 
 
 BROKEN = '''\
@@ -109,9 +128,13 @@ GOOD = '''\
 # %%
 import sys
 from pathlib import Path
-from gemmglossary.paths import kernels_dir
+from gemmglossary.paths import kernels_dir, project_root
+with open(Path(project_root(), "executions.log"), "a") as log:
+    print("good", file=log)
 print("EXECUTABLE", sys.executable)
-print("KERNEL", Path(kernels_dir(), "k.metal").read_text().splitlines()[0])
+first = Path(kernels_dir(), "k.metal").read_text().splitlines()[0]
+assert "break" not in first, "the kernel says break"
+print("KERNEL", first)
 
 # %%
 from matplotlib.figure import Figure
@@ -181,42 +204,77 @@ def test_site_config_executes_without_allowing_errors():
     assert plugin["include"] == ["snippets/*.py"]
 
 
-def test_cache_key_follows_kernels_and_package(tmp_path: Path, monkeypatch):
+def test_cache_key_follows_what_the_snippet_uses(tmp_path: Path, monkeypatch):
     root = tmp_path
     (root / "kernels").mkdir()
     (root / "kernels" / "a.metal").write_text("kernel void a() {}\n")
+    (root / "kernels" / "b.metal").write_text('#include "x.h"\nkernel void b() {}\n')
     (root / "kernels" / "vendor.toml").write_text("mlx = '0.32.4'\n")
-    (root / "src" / "gemmglossary").mkdir(parents=True)
-    (root / "src" / "gemmglossary" / "emu.py").write_text("X = 1\n")
+    pkg = root / "src" / "gemmglossary"
+    (pkg / "emu" / "shim").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("def load(): from .emu import run\n")
+    (pkg / "emu" / "__init__.py").write_text("from .core import run\n")
+    (pkg / "emu" / "core.py").write_text("def run(): pass\n")
+    (pkg / "emu" / "shim" / "lib.h").write_text("// shim\n")
+    (pkg / "other.py").write_text("X = 1\n")
+    (root / "snippets").mkdir()
+    uses_a = root / "snippets" / "uses_a.py"
+    uses_a.write_text('import gemmglossary as gg\nfrom gemmglossary.snippets_x import y\nk = "a.metal"\n')
+    uses_b = root / "snippets" / "uses_b.py"
+    uses_b.write_text('from gemmglossary import other\nKERNEL = "b"\n')
+    builds = root / "snippets" / "builds_names.py"
+    builds.write_text('import gemmglossary\nname = "a"\npath = f"{name}.metal"\n')
     monkeypatch.setenv("GEMMGLOSSARY_ROOT", str(root))
 
-    first = snippets_hook.cache_key()
-    assert first == snippets_hook.cache_key(), "the key is deterministic"
+    rel = lambda paths: sorted(p.relative_to(root).as_posix() for p in paths)  # noqa: E731
+    assert rel(snippets_hook.cache_inputs(uses_a)) == [
+        "kernels/a.metal", "snippets/uses_a.py", "src/gemmglossary/__init__.py",
+        "src/gemmglossary/emu/__init__.py", "src/gemmglossary/emu/core.py", "src/gemmglossary/emu/shim/lib.h"]
+    assert rel(snippets_hook.cache_inputs(uses_b)) == [
+        "kernels/b.metal", "kernels/vendor.toml", "snippets/uses_b.py", "src/gemmglossary/__init__.py",
+        "src/gemmglossary/emu/__init__.py", "src/gemmglossary/emu/core.py", "src/gemmglossary/emu/shim/lib.h",
+        "src/gemmglossary/other.py"]
+    assert {"kernels/a.metal", "kernels/b.metal"} <= set(rel(snippets_hook.cache_inputs(builds)))
 
+    keys = {p.name: snippets_hook.cache_key(p) for p in (uses_a, uses_b)}
+    assert keys == {p.name: snippets_hook.cache_key(p) for p in (uses_a, uses_b)}, "deterministic"
     (root / "kernels" / "a.metal").write_text("kernel void a() { /* edited */ }\n")
-    second = snippets_hook.cache_key()
-    assert second != first, "editing a kernel changes the key"
-
+    assert snippets_hook.cache_key(uses_a) != keys["uses_a.py"], "editing a kernel it reads changes the key"
+    assert snippets_hook.cache_key(uses_b) == keys["uses_b.py"], "... and only the key of snippets reading it"
+    (pkg / "other.py").write_text("X = 2\n")
+    assert snippets_hook.cache_key(uses_b) != keys["uses_b.py"], "so does the tooling it imports"
+    assert snippets_hook.cache_key(uses_a) != keys["uses_a.py"]
+    (pkg / "emu" / "shim" / "lib.h").write_text("// shim 2\n")
+    second = snippets_hook.cache_key(uses_a)
     (root / "kernels" / "vendor.toml").write_text("mlx = '0.32.5'\n")
-    third = snippets_hook.cache_key()
-    assert third != second, "changing the vendored MLX pin changes the key"
+    assert snippets_hook.cache_key(uses_a) == second and snippets_hook.cache_key(uses_b) != keys["uses_b.py"]
+    assert snippets_hook.cache_dir_for(uses_a, second).is_relative_to(root / ".cache" / "mkdocs-jupyter" / "uses_a")
 
-    (root / "src" / "gemmglossary" / "emu.py").write_text("X = 2\n")
-    fourth = snippets_hook.cache_key()
-    assert fourth != third, "changing the emulator/runtime changes the key"
 
-    (root / "kernels" / "b.metal").write_text("kernel void b() {}\n")
-    assert snippets_hook.cache_key() != fourth, "adding a kernel changes the key"
+ALONE = '''\
+# %% [markdown]
+# # Reads no kernel
+# Run it with `python snippets/alone.py`.
 
-    assert snippets_hook.cache_dir_for(first) != snippets_hook.cache_dir_for(second)
-    assert snippets_hook.cache_dir_for(first).is_relative_to(root)
+# %%
+from pathlib import Path
+from gemmglossary.paths import project_root
+with open(Path(project_root(), "executions.log"), "a") as log:
+    print("alone", file=log)
+'''
+
+
+def _executions(root: Path) -> list[str]:
+    log = root / "executions.log"
+    return log.read_text().split() if log.exists() else []
 
 
 @pytest.mark.slow
-def test_tiny_site_renders_executes_and_recomputes_on_kernel_edit(tmp_path: Path):
-    root = _tiny_site(tmp_path / "site-src", {"good.py": GOOD})
+def test_tiny_site_renders_and_re_executes_only_what_changed(tmp_path: Path):
+    root = _tiny_site(tmp_path / "site-src", {"good.py": GOOD, "alone.py": ALONE})
     proc = _build(root)
     assert proc.returncode == 0, proc.stderr[-5000:]
+    assert sorted(_executions(root)) == ["alone", "good"]
     page = root / "site" / "snippets" / "good" / "index.html"
     body = html.unescape(page.read_text())
 
@@ -236,15 +294,26 @@ def test_tiny_site_renders_executes_and_recomputes_on_kernel_edit(tmp_path: Path
         alt = re.search(r'\balt="([^"]*)"', tag)
         assert alt and alt.group(1).strip(), f"image without alt text: {tag[:120]}"
 
-    # Rebuilding unchanged hits the cache; editing the kernel re-executes.
-    cache_root = root / ".cache" / "mkdocs-jupyter"
-    before = sorted(p.name for p in cache_root.iterdir())
+    # Editing the kernel re-executes the snippet that reads it, and no other.
     (root / "kernels" / "k.metal").write_text("// version 2\n")
     proc = _build(root)
-    assert proc.returncode == 0, proc.stderr[-5000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(_executions(root)) == ["alone", "good", "good"]
     assert "KERNEL // version 2" in html.unescape(page.read_text())
-    after = sorted(p.name for p in cache_root.iterdir())
-    assert after != before and len(after) == 1, (before, after)
+
+    # A failed build keeps the good output: going back is a cache hit. And a damaged
+    # cached output (a build killed while writing it) is replaced, saying so.
+    (root / "kernels" / "k.metal").write_text("// break\n")
+    assert _build(root).returncode != 0, "the snippet raises: the build fails"
+    (root / "kernels" / "k.metal").write_text("// version 2\n")
+    [cached] = (root / ".cache" / "mkdocs-jupyter" / "alone").glob("*/*.json")
+    cached.write_text(cached.read_text()[:100])
+    proc = _build(root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(_executions(root)) == ["alone", "alone", "good", "good", "good"], "good: no re-execution"
+    assert "KERNEL // version 2" in html.unescape(page.read_text())
+    assert f"snippet output cache {cached} cannot be read" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(list((root / ".cache" / "mkdocs-jupyter" / "good").iterdir())) <= snippets_hook.KEEP
 
 
 @pytest.mark.slow

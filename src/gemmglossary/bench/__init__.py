@@ -85,7 +85,9 @@ def register(subparsers) -> None:
     from . import metal
 
     p = subparser(subparsers, "bench", help="benchmarks: `bench emulator`, `bench metal`",
-                  description=__doc__.split("\n\n")[1])
+                  description="bench emulator: the first-party kernels on the CPU emulator, next to numpy's\n"
+                              "matmul (it measures the emulator, not a GPU). bench metal: TFLOPS on an\n"
+                              "Apple GPU, next to mx.matmul.")
     sub = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     e = subparser(sub, "emulator", help="first-party kernels on the CPU emulator vs numpy's matmul")
     e.add_argument("--sizes", default=",".join(map(str, SIZES)), type=_sizes, help="comma-separated square sizes")

@@ -7,13 +7,18 @@ things are done here, before that plugin runs:
    ``python snippets/<name>.py``), outside ``docs_dir``. ``on_files`` adds each snippet
    as ``snippets/<name>.py`` with a priority above the default, so it runs before
    mkdocs-jupyter's own ``on_files`` turns matching files into notebook pages.
-2. **Recompute outputs when a kernel changes.** mkdocs-jupyter caches a rendered page
-   under a key made from the notebook's bytes and its own options only, so an edited
-   kernel would keep serving stale outputs. ``on_config`` points the plugin's
-   ``cache_dir`` at a folder named by :func:`cache_key`, a hash over everything a
-   snippet's output depends on besides its own text: ``kernels/*.metal``,
-   ``kernels/vendor.toml`` and the ``gemmglossary`` package (emulator, runtime, shim
-   headers). Any change there selects a fresh, empty folder; older folders are pruned.
+2. **Re-execute a snippet when, and only when, something it uses changed.**
+   mkdocs-jupyter caches a rendered page under a key made from the notebook's bytes and
+   its own options only, so an edited kernel would keep serving stale outputs. Each
+   snippet gets its own cache folder, ``.cache/mkdocs-jupyter/<name>/<key>/``, named by
+   :func:`cache_key`: a hash of the snippet and of its inputs
+   (:mod:`.snippet_inputs`: the kernels it reads, the tooling it imports). ``on_pre_page``
+   points the plugin's ``cache_dir`` at that folder just before the plugin renders the
+   page, so editing one kernel re-executes only the snippets that read it. A cached
+   output that cannot be read (a build killed while writing it) is deleted with a
+   warning and the snippet re-executed. Older folders are pruned only after a
+   successful build, keeping the last few per snippet: a failed build loses no good
+   output, and going back to a recent state is a cache hit.
 3. **Execute with this Python.** ``JUPYTER_PATH`` is prefixed with this interpreter's
    ``share/jupyter`` so the ``python3`` kernelspec installed in the virtual environment
    wins over any per-user one; jupyter_client runs that spec (``argv[0] == "python"``)
@@ -25,6 +30,7 @@ The thin file ``docs/.hooks/snippets.py`` re-exports these functions.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -36,13 +42,17 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 
 from ..paths import project_root
+from .snippet_inputs import snippet_inputs
 
 log = logging.getLogger("mkdocs.hooks.snippets")
 
 PLUGIN_NAME = "mkdocs-jupyter"
 SNIPPETS_DIR = "snippets"
+CACHE_DIR = Path(".cache") / "mkdocs-jupyter"
 #: Cache folders are named by the first characters of the key.
 KEY_LENGTH = 16
+#: Cache folders kept per snippet after a successful build (the newest ones).
+KEEP = 3
 _KEY_DIR = re.compile(rf"^[0-9a-f]{{{KEY_LENGTH}}}$")
 
 
@@ -55,42 +65,29 @@ def snippet_paths(root: Path | None = None) -> list[Path]:
     return sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
 
 
-def _package_dir(root: Path) -> Path:
+def package_dir(root: Path) -> Path:
     candidate = root / "src" / "gemmglossary"
     if candidate.is_dir():
         return candidate
-    return Path(__file__).resolve().parent
+    return Path(__file__).resolve().parents[1]
 
 
-def cache_inputs(root: Path | None = None) -> list[Path]:
-    """Every file whose content can change a snippet's output (other than the snippet)."""
+def cache_inputs(snippet: Path, root: Path | None = None) -> list[Path]:
+    """The snippet and every file whose content can change its output."""
     root = project_root() if root is None else root
-    kernels = root / "kernels"
-    files = sorted(kernels.glob("*.metal"))
-    if (kernels / "vendor.toml").is_file():
-        files.append(kernels / "vendor.toml")
-    pkg = _package_dir(root)
-    files.extend(
-        sorted(
-            p
-            for p in pkg.rglob("*")
-            if p.is_file()
-            and "__pycache__" not in p.parts
-            and p.suffix not in {".pyc", ".pyo", ".so", ".o"}
-        )
-    )
-    return files
+    return [snippet, *snippet_inputs(snippet, root, package_dir(root))]
 
 
-def cache_key(root: Path | None = None) -> str:
+def cache_key(snippet: Path, root: Path | None = None) -> str:
     """SHA-256 over the names and bytes of :func:`cache_inputs`."""
     root = project_root() if root is None else root
+    pkg = package_dir(root)
     h = hashlib.sha256()
-    for path in cache_inputs(root):
+    for path in cache_inputs(snippet, root):
         try:
             name = path.relative_to(root).as_posix()
         except ValueError:  # the installed package, outside the root
-            name = "pkg/" + path.relative_to(_package_dir(root)).as_posix()
+            name = "pkg/" + path.relative_to(pkg).as_posix()
         h.update(name.encode())
         h.update(b"\0")
         h.update(path.read_bytes())
@@ -98,18 +95,9 @@ def cache_key(root: Path | None = None) -> str:
     return h.hexdigest()
 
 
-def cache_dir_for(key: str, root: Path | None = None) -> Path:
+def cache_dir_for(snippet: Path, key: str, root: Path | None = None) -> Path:
     root = project_root() if root is None else root
-    return root / ".cache" / "mkdocs-jupyter" / key[:KEY_LENGTH]
-
-
-def _prune(current: Path) -> None:
-    parent = current.parent
-    if not parent.is_dir():
-        return
-    for sibling in parent.iterdir():
-        if sibling != current and sibling.is_dir() and _KEY_DIR.match(sibling.name):
-            shutil.rmtree(sibling, ignore_errors=True)
+    return root / CACHE_DIR / snippet.stem / key[:KEY_LENGTH]
 
 
 def _jupyter_plugin(config):
@@ -121,14 +109,16 @@ def _jupyter_plugin(config):
     return plugin
 
 
+#: Cache folder of each snippet page for the current build, by the page's src_uri.
+_folders: dict[str, Path] = {}
+
+
 def on_config(config):
-    plugin = _jupyter_plugin(config)
+    _jupyter_plugin(config)
     root = project_root()
-    key = cache_key(root)
-    folder = cache_dir_for(key, root)
-    plugin.config["cache_dir"] = str(folder)
-    _prune(folder)
-    log.info("snippet outputs cached under %s (kernels+package hash %s)", folder, key[:12])
+    _folders.clear()
+    for path in snippet_paths(root):
+        _folders[f"{SNIPPETS_DIR}/{path.name}"] = cache_dir_for(path, cache_key(path, root), root)
 
     here = str(Path(sys.prefix) / "share" / "jupyter")
     paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
@@ -141,6 +131,45 @@ def on_config(config):
         if watched.is_dir() and str(watched) not in config["watch"]:
             config["watch"].append(str(watched))
     return config
+
+
+def _drop_damaged(folder: Path) -> None:
+    """Delete cached outputs that mkdocs-jupyter could not read, saying so."""
+    for cached in folder.glob("*.json"):
+        try:
+            data = json.loads(cached.read_text(encoding="utf-8"))
+            ok = isinstance(data, dict) and isinstance(data.get("content"), str) and "toc_tokens" in data
+        except (OSError, UnicodeDecodeError, ValueError):
+            ok = False
+        if not ok:
+            # Not a warning: nothing for the writer to fix, and --strict would fail the build.
+            log.info("snippet output cache %s cannot be read (a build stopped while writing it?): "
+                     "deleted, the snippet is executed again", cached)
+            cached.unlink()
+
+
+@event_priority(50)  # before mkdocs-jupyter (priority 0) renders the page
+def on_pre_page(page, config, files):
+    folder = _folders.get(page.file.src_uri)
+    if folder is not None:
+        _jupyter_plugin(config).config["cache_dir"] = str(folder)
+        if folder.is_dir():
+            _drop_damaged(folder)
+            os.utime(folder)  # most recently used: pruned last
+    return page
+
+
+def on_post_build(config):
+    """After a successful build: keep the newest :data:`KEEP` folders of each snippet."""
+    root = project_root() / CACHE_DIR
+    for uri, current in _folders.items():
+        folders = [p for p in current.parent.glob("*") if p.is_dir() and _KEY_DIR.match(p.name)]
+        folders.sort(key=lambda p: (p == current, p.stat().st_mtime), reverse=True)
+        for old in folders[KEEP:]:
+            shutil.rmtree(old, ignore_errors=True)
+    for stale in root.glob("*") if root.is_dir() else ():
+        if stale.is_dir() and _KEY_DIR.match(stale.name):  # the layout before per-snippet folders
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 @event_priority(50)  # before mkdocs-jupyter (priority 0) wraps notebook pages

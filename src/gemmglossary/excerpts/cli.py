@@ -17,7 +17,7 @@ from .update import update
 
 def register(subparsers) -> None:
     p = subparser(subparsers, "excerpts", help="check or update the excerpt lock (excerpts.lock.json)",
-                  description="Keep the kernel excerpts quoted by docs/ in step with the kernel files "
+                  description="Keep the kernel excerpts quoted by docs/ in step with the kernel files\n"
                   "and excerpts.lock.json.")
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     c = subparser(sub, "check", help="report every drifted or invalid excerpt (exit 1 if any)")

@@ -19,6 +19,7 @@ newline, atomically.
 from __future__ import annotations
 
 import contextlib
+import fcntl  # POSIX: the tooling runs on Linux and macOS (README)
 import hashlib
 import json
 import os
@@ -149,11 +150,6 @@ def write_lock(path: Path, entries: list[Entry]) -> bool:
 @contextlib.contextmanager
 def exclusive(root: Path):
     """Serialize concurrent ``excerpts update`` runs on one checkout (POSIX advisory lock)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no serialization
-        yield
-        return
     folder = root / ".cache"
     folder.mkdir(exist_ok=True)
     with open(folder / "excerpts-update.lock", "w") as f:

@@ -89,15 +89,15 @@ def _plan(report: Report, entries: list[Entry], pages: dict[str, str], accept_ch
             a, z = ex.new_range
             reanchor(rewritten.setdefault(ex.page, pages[ex.page].split("\n")), b, a, z)
             moved_from.add(key)
-            if ex.moved_and_changed:  # moving it accepts nothing: the old hashes go along
-                new_entries.setdefault((ex.page, b.file, a, z), _entry(ex, a, z, old.sha256, old.lines))
+            # The old hashes go along: moving a block accepts none of its text.
+            new_entries.setdefault((ex.page, b.file, a, z), _entry(ex, a, z, old.sha256, old.lines))
+            if ex.moved_and_changed:
                 result.actions.append(f"re-anchored {_where(ex)} → {span(a, z)}, where the block now "
                                       "seems to stand (moved and changed)")
                 result.refused.append(f"docs/{ex.page}:{b.page_line}: {b.file} {span(a, z)}: moved and "
                                       "changed; re-anchored but not relocked: review the page, then "
                                       "`gemmglossary excerpts update --accept-changes`")
             else:
-                new_entries.setdefault((ex.page, b.file, a, z), _entry(ex, a, z, old.sha256, old.lines))
                 result.actions.append(f"re-anchored {_where(ex)} → {span(a, z)}")
             continue
         if key in new_entries:
@@ -151,8 +151,9 @@ def update(root: Path | None = None, *, accept_changes: bool = False,
             page_path = docs_dir / page
             # The page may have been edited since it was read: never write over an edit.
             if page_path.read_text(encoding="utf-8") != pages[page]:
-                result.refused.append(f"docs/{page}: changed while updating; run the update again")
-                result.actions.clear()
+                result.refused.append(f"docs/{page}: changed while updating; nothing written, "
+                                      "run the update again")
+                result.actions = [a for a in result.actions if a.startswith("finished an interrupted")]
                 result.report = check(root, docs_dir=docs_dir)
                 return result
             writes[page_path] = "\n".join(lines)

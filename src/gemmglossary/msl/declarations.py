@@ -7,7 +7,8 @@ constants, and the layout of its structs.
   constant of the file, for given ``-D`` overrides, evaluated in file order.
 - :func:`struct_dtype`: the numpy dtype of a ``struct`` with the Metal layout (the sizes
   and alignments of the Metal Shading Language specification, Table 2.2-2.4: a 3-vector
-  takes the space of a 4-vector, ``packed_`` vectors align to their element).
+  takes the space of a 4-vector, ``packed_`` vectors align to their element);
+- :func:`function_constants`: every ``constant T name [[function_constant(i)]];``.
 
 The file is read as written (not preprocessed): these are facts stated at top level of
 the file, which is how the first-party kernels state them.
@@ -22,7 +23,8 @@ import numpy as np
 
 from .expressions import ExpressionError, evaluate
 from .lexer import Tok, assign_lines, tokenize
-from .tokens import TRIVIA, attribute_end, error, is_attribute_start, match, next_sig, split_top_level
+from .tokens import (TRIVIA, attribute_end, attribute_items, error, is_attribute_start, match, next_sig,
+                     prev_sig, split_top_level, text)
 
 _DIRECTIVE = re.compile(r"#\s*(\w+)\s*(.*?)\s*$", re.S)
 
@@ -253,3 +255,48 @@ def struct_dtype(source: str, name: str, filename: str = "<source>") -> np.dtype
     if name not in structs:
         raise KeyError(f"{filename}: no 'struct {name} {{...}};' declared at file scope")
     return structs[name]
+
+
+# ---------------------------------------------------------------------- function constants
+
+@dataclass(frozen=True)
+class FunctionConstant:
+    """``constant T name [[function_constant(index)]];``"""
+
+    name: str
+    type: str  # its significant tokens joined by spaces: "bool", "metal :: uint"
+    argument: str  # the attribute's argument as written
+    index: int | None  # its integer value, None when it is not plain arithmetic
+    file: str
+    line: int
+
+
+def function_constants(source: str | list[Tok], filename: str = "<source>") -> list[FunctionConstant]:
+    """Every function constant declaration of a source (comments and strings ignored)."""
+    if isinstance(source, str):
+        toks = tokenize(source)
+        assign_lines(toks, filename)
+    else:
+        toks = source
+    out = []
+    for i, t in enumerate(toks):
+        if t.kind != "id" or t.text != "constant":
+            continue
+        semi = i + 1
+        while semi < len(toks) and toks[semi].text not in (";", "{", "}"):
+            semi += 1
+        attr = next((k for k in range(i, semi) if is_attribute_start(toks, k)), None)
+        if attr is None or semi >= len(toks) or toks[semi].text != ";":
+            continue
+        items = dict(attribute_items(toks, attr, attribute_end(toks, attr)))
+        if "function_constant" not in items:
+            continue
+        name_i = prev_sig(toks, attr - 1)
+        argument = items["function_constant"]
+        try:
+            index = evaluate(argument)
+        except ExpressionError:
+            index = None
+        out.append(FunctionConstant(toks[name_i].text, text(toks, i + 1, name_i - 1), argument, index,
+                                    t.file, t.line))
+    return out
