@@ -103,6 +103,7 @@ def test_buffer_parameter_types():
     from gemmglossary.metal.parameters import BFLOAT, buffer_parameters, function_constants
 
     src = """
+    // constant int in_a_comment [[function_constant(9)]];
     constant ushort mode [[function_constant(3)]];
     constant bool named [[function_constant(FLAG_INDEX)]];
     kernel void k(device const float* A [[buffer(0)]], constant uint & n [[buffer(1)]],

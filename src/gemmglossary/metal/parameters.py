@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..msl import lexer as _lexer
 from ..msl import signature as _signature
+from ..msl.lexer import tokenize
 
 #: Element types with no numpy dtype: numpy has no bfloat16, so its 16-bit patterns travel as uint16.
 BFLOAT_TYPES = frozenset({"bfloat", "bfloat16_t"})
@@ -33,7 +33,7 @@ _BUFFER_PARAM = re.compile(
 )
 _FUNCTION_CONSTANT = re.compile(
     r"\bconstant\s+(?P<type>[A-Za-z_][\w: ]*?)\s+(?P<name>[A-Za-z_]\w*)\s*"
-    r"\[\[\s*function_constant\s*\(\s*(?P<index>\w+)\s*\)\s*\]\]\s*;"
+    r"\[\s*\[\s*function_constant\s*\(\s*(?P<index>\w+)\s*\)\s*\]\s*\]\s*;"
 )
 
 
@@ -95,12 +95,6 @@ def _as_written(tokens: str) -> str:
     return re.sub(r"(?<=[*&>])(?=[A-Za-z_])", " ", text)
 
 
-def _without_comments(source: str) -> str:
-    """``source`` with every comment replaced by a space (strings and chars kept), read
-    with the project's tokenizer."""
-    return "".join(" " if tok.kind == "comment" else tok.text for tok in _lexer.tokenize(source))
-
-
 @dataclass(frozen=True)
 class FunctionConstant:
     name: str
@@ -111,7 +105,10 @@ class FunctionConstant:
 
 def function_constants(source: str) -> list[FunctionConstant]:
     """Every ``constant T name [[function_constant(i)]];`` declaration in ``source``."""
-    text = _without_comments(source)
+    # Comments and string literals out (a declaration in a comment is not one), every
+    # other token kept with single spaces between them.
+    text = " ".join(t.text for t in tokenize(source) if t.kind not in ("ws", "nl", "comment", "str", "chr"))
+    text = text.replace(" :: ", "::")
     out = []
     for m in _FUNCTION_CONSTANT.finditer(text):
         try:
