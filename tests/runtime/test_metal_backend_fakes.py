@@ -228,8 +228,9 @@ def test_errors(world):
         kernel(threads=(512, 1, 1), threads_per_threadgroup=(512, 1, 1))
     with pytest.raises(ValueError, match="exactly one of threads"):
         kernel(threads_per_threadgroup=(1, 1, 1))
-    with pytest.raises(metal_api.MetalError, match=r"threadgroup_memory \{0: 40000\}.*this device allows 32768"):
-        _one_dispatch(kernel, threadgroup_memory={0: 40000})
+    with pytest.raises(metal_api.MetalError, match=r"threadgroup memory of 32784 bytes \(8192 declared in the "
+                       r"kernel, threadgroup_memory \{0: 24592\} rounded up.*this device allows 32768"):
+        _one_dispatch(kernel, threadgroup_memory={0: 24590})
     with pytest.raises(metal_api.MetalError, match=r"no kernel named 'nope' \(library has: k\)"):
         metal_api.load_kernel(PLAIN, "nope")
     world.status = 5

@@ -26,7 +26,8 @@ Design:
   element type is a TypeError (:mod:`.binding`); scalars, structured arrays and bytes go
   with ``setBytes`` when smaller than 4 KB, in a buffer otherwise;
 * ``threadgroup_memory={n: bytes}`` -> ``setThreadgroupMemoryLength:atIndex:``
-  (rounded up to 16 bytes as Metal requires);
+  (rounded up to 16 bytes as Metal requires); with the kernel's own threadgroup arrays
+  it must fit the device's ``maxThreadgroupMemoryLength``;
 * ``threads=`` -> ``dispatchThreads``, ``threadgroups=`` -> ``dispatchThreadgroups``;
 * after ``waitUntilCompleted`` the GPU time of the dispatch is
   ``GPUEndTime - GPUStartTime`` (seconds), kept in ``kernel.last_gpu_time``;
@@ -269,6 +270,7 @@ class MetalKernel:
         self._device, self._pipeline = device, pipeline
         self.max_total_threads_per_threadgroup = int(pipeline.maxTotalThreadsPerThreadgroup())
         self.thread_execution_width = int(pipeline.threadExecutionWidth())
+        self.static_threadgroup_memory = int(pipeline.staticThreadgroupMemoryLength())
         self.last_gpu_time: float | None = None
 
     def _constant_data(self, index: int, value) -> bytes:
@@ -302,10 +304,14 @@ class MetalKernel:
                 f"maxTotalThreadsPerThreadgroup ({self.max_total_threads_per_threadgroup})"
             )
         tg_memory = {int(i): (int(n) + 15) // 16 * 16 for i, n in (threadgroup_memory or {}).items()}
+        # Past the device's limit a dispatch is undefined (Metal checks it only with API
+        # validation on), so it is refused here: the kernel's own threadgroup arrays count too.
         limit = int(self._device.maxThreadgroupMemoryLength())
-        if sum(tg_memory.values()) > limit:
-            raise MetalError(f"threadgroup_memory {tg_memory} (rounded up to 16 bytes) totals "
-                             f"{sum(tg_memory.values())} bytes; this device allows {limit}")
+        total = self.static_threadgroup_memory + sum(tg_memory.values())
+        if total > limit:
+            raise MetalError(f"threadgroup memory of {total} bytes ({self.static_threadgroup_memory} declared in "
+                             f"the kernel, threadgroup_memory {tg_memory} rounded up to 16 bytes); "
+                             f"this device allows {limit}")
         # Everything checked and encoded before the GPU is asked for anything.
         arrays, constants = {}, {}
         for index, value in sorted(by_index.items()):
