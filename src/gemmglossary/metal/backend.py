@@ -10,7 +10,7 @@ Design:
 
 * the file is compiled verbatim with ``newLibraryWithSource:options:error:``;
   ``defines`` become ``MTLCompileOptions.preprocessorMacros``; quoted ``#include``s
-  are inlined first (see :mod:`.includes`: Metal's runtime compiler has no include
+  are inlined first (see :mod:`gemmglossary.msl.includes`: Metal's runtime compiler has no include
   path), searching the file's directory, ``include_dirs`` and then the vendored MLX
   headers (``kernels/vendor``);
 * it is compiled with MLX's MTLCompileOptions: safe math and MLX's language version
@@ -52,7 +52,7 @@ from .. import paths
 from .binding import SET_BYTES_LIMIT, bfloat_bits, check_array, value_bytes
 from .compile_options import compile_options
 from .device import UnsupportedOnDevice, check_kernel_runs, device_info, pick_device
-from .includes import inline_includes
+from ..msl.includes import inline_includes
 from .parameters import BFLOAT, buffer_parameters, function_constants as declared_constants
 
 

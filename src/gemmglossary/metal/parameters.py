@@ -7,8 +7,10 @@ MTLDataType and encode the value).  The source is read after includes are inline
 types the reader cannot resolve (template parameters, macros, structs) are reported
 as unknown, and nothing is checked for them.
 
-This is a thin adapter over :mod:`gemmglossary.msl.signature` until the project's one
-kernel-signature parser (issue 11 §2) provides these answers itself.
+Buffer parameters come from :mod:`gemmglossary.msl.signature`, the project's one
+kernel-signature reader; this module only says what their types mean for a numpy
+value.  Function constant declarations are read here from the project's tokens until
+msl answers them too.
 """
 
 from __future__ import annotations
