@@ -79,6 +79,7 @@ SELECTORS = [
     _s("MTLComputeCommandEncoder", "endEncoding", [], "void"),
     _s("MTLComputePipelineState", "maxTotalThreadsPerThreadgroup", [], "uint"),
     _s("MTLComputePipelineState", "threadExecutionWidth", [], "uint"),
+    _s("MTLComputePipelineState", "staticThreadgroupMemoryLength", [], "uint"),
     _s("MTLBuffer", "contents", [], "pointer"),
     _s("MTLCompileOptions", "setMathMode:", ["int"], "void", "runtime"),
     _s("MTLCompileOptions", "setFastMathEnabled:", ["bool"], "void", "class"),

@@ -136,6 +136,7 @@ class World:
     names_in_library: tuple = ("k", "tg_sum", "matmul_simd", "matmul_tiled")
     max_threads: int = 256
     tg_memory_limit: int = 32768
+    static_tg_memory: int = 8192  # bytes of threadgroup arrays the kernel declares
     status: int = 4  # MTLCommandBufferStatusCompleted
     gpu: object = None  # gpu(bound: {index: bytearray}) plays the kernel
     log: list = field(default_factory=list)
@@ -178,7 +179,8 @@ class World:
     def pipeline(self):
         return ObjC("MTLComputePipelineState", self,
                     maxTotalThreadsPerThreadgroup=lambda: self.max_threads,
-                    threadExecutionWidth=lambda: 32)
+                    threadExecutionWidth=lambda: 32,
+                    staticThreadgroupMemoryLength=lambda: self.static_tg_memory)
 
     def buffer(self, data):
         storage = bytearray(data)

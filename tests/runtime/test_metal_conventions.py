@@ -46,29 +46,29 @@ def pinned(project: str) -> str:
     return m.group(1).strip()
 
 
-def _download(project: str, dest: Path) -> Path:
-    version = pinned(project)
-    wheel_prefix = project.replace("-", "_").lower() + f"-{version}-"
-    found = [p for p in dest.glob("*.whl") if p.name.lower().startswith(wheel_prefix)]
-    if found:
-        return found[0]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--platform", "macosx_11_0_universal2", "--python-version", "3.11",
-           "-d", str(dest), f"{project}=={version}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    found = [p for p in dest.glob("*.whl") if p.name.lower().startswith(wheel_prefix)]
-    if proc.returncode != 0 or not found:
-        reason = f"cannot download {project}=={version} from PyPI: {(proc.stderr or proc.stdout).strip()[-300:]}"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return found[0]
+PROJECTS = ("pyobjc-framework-Metal", "pyobjc-core")
+
+
+def _wheel(project: str, dest: Path) -> Path | None:
+    prefix = project.replace("-", "_").lower() + f"-{pinned(project)}-"
+    return next((p for p in dest.glob("*.whl") if p.name.lower().startswith(prefix)), None)
 
 
 @pytest.fixture(scope="module")
 def wheels(request):
     dest = Path(request.config.cache.mkdir("pyobjc-wheels"))
-    return {p: zipfile.ZipFile(_download(p, dest)) for p in ("pyobjc-framework-Metal", "pyobjc-core")}
+    missing = [p for p in PROJECTS if _wheel(p, dest) is None]
+    if missing:  # one pip run for all of them
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--platform", "macosx_11_0_universal2", "--python-version", "3.11", "-d", str(dest),
+               *(f"{p}=={pinned(p)}" for p in missing)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0 or any(_wheel(p, dest) is None for p in missing):
+            reason = f"cannot download {missing} from PyPI: {(proc.stderr or proc.stdout).strip()[-300:]}"
+            if os.environ.get("CI"):
+                pytest.fail(reason)
+            pytest.skip(reason)
+    return {p: zipfile.ZipFile(_wheel(p, dest)) for p in PROJECTS}
 
 
 @pytest.fixture(scope="module")

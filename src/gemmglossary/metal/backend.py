@@ -10,7 +10,7 @@ Design:
 
 * the file is compiled verbatim with ``newLibraryWithSource:options:error:``;
   ``defines`` become ``MTLCompileOptions.preprocessorMacros``; quoted ``#include``s
-  are inlined first (see :mod:`.includes`: Metal's runtime compiler has no include
+  are inlined first (see :mod:`gemmglossary.msl.includes`: Metal's runtime compiler has no include
   path), searching the file's directory, ``include_dirs`` and then the vendored MLX
   headers (``kernels/vendor``);
 * it is compiled with MLX's MTLCompileOptions: safe math and MLX's language version
@@ -22,11 +22,13 @@ Design:
   the constant's declared type picks the MTLDataType (else the value's numpy dtype);
 * numpy arrays become shared-storage MTLBuffers (a copy in, a copy back into the
   caller's array after the command buffer completes: the arrays behave like Metal
-  buffers written in place); an array or numpy scalar whose dtype is not the declared
-  element type is a TypeError (:mod:`.binding`); scalars, structured arrays and bytes go
-  with ``setBytes`` when smaller than 4 KB, in a buffer otherwise;
+  buffers written in place); an array whose dtype is not the declared element type is
+  a TypeError, and a scalar is converted to the declared type, refusing a value it
+  cannot hold (:mod:`.binding`, the emulator's rules); scalars, structured arrays and
+  bytes go with ``setBytes`` when smaller than 4 KB, in a buffer otherwise;
 * ``threadgroup_memory={n: bytes}`` -> ``setThreadgroupMemoryLength:atIndex:``
-  (rounded up to 16 bytes as Metal requires);
+  (rounded up to 16 bytes as Metal requires); with the kernel's own threadgroup arrays
+  it must fit the device's ``maxThreadgroupMemoryLength``;
 * ``threads=`` -> ``dispatchThreads``, ``threadgroups=`` -> ``dispatchThreadgroups``;
 * after ``waitUntilCompleted`` the GPU time of the dispatch is
   ``GPUEndTime - GPUStartTime`` (seconds), kept in ``kernel.last_gpu_time``;
@@ -47,10 +49,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths
-from .binding import SET_BYTES_LIMIT, check_dtype, python_scalar_bytes
+from .binding import SET_BYTES_LIMIT, bfloat_bits, check_array, value_bytes
 from .compile_options import compile_options
 from .device import UnsupportedOnDevice, check_kernel_runs, device_info, pick_device
-from .includes import inline_includes
+from ..msl.includes import inline_includes
 from .parameters import BFLOAT, buffer_parameters, function_constants as declared_constants
 
 
@@ -105,15 +107,6 @@ def _scalar_value(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def _bfloat16_bits(value: float) -> bytes:
-    """float -> bfloat16, rounded to nearest even, as its two little-endian bytes."""
-    bits = int(np.asarray(value, np.float32).view(np.uint32))
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF:  # NaN stays a (quiet) NaN
-        return np.uint16((bits >> 16) | 0x0040).tobytes()
-    bits += 0x7FFF + ((bits >> 16) & 1)
-    return np.uint16((bits >> 16) & 0xFFFF).tobytes()
-
-
 def constant_bytes(key, value, declared) -> tuple[bytes, str]:
     """(bytes, CONSTANT_TYPES key) of a function constant's value.
 
@@ -128,7 +121,7 @@ def constant_bytes(key, value, declared) -> tuple[bytes, str]:
         return arr.tobytes(), arr.dtype.name
     what = f"function constant {key!r} ('{declared.type_name} {declared.name}')"
     if dtype == BFLOAT:
-        return _bfloat16_bits(float(value)), BFLOAT
+        return bfloat_bits(float(value)), BFLOAT
     if dtype.kind == "b":
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{what} is a bool; got {value!r}")
@@ -269,6 +262,7 @@ class MetalKernel:
         self._device, self._pipeline = device, pipeline
         self.max_total_threads_per_threadgroup = int(pipeline.maxTotalThreadsPerThreadgroup())
         self.thread_execution_width = int(pipeline.threadExecutionWidth())
+        self.static_threadgroup_memory = int(pipeline.staticThreadgroupMemoryLength())
         self.last_gpu_time: float | None = None
 
     def _constant_data(self, index: int, value) -> bytes:
@@ -276,13 +270,12 @@ class MetalKernel:
         param = self._params.get(index)
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
-        if isinstance(value, np.generic):  # numpy scalar, structured scalar
-            check_dtype(self.name, param, value)
+        if isinstance(value, np.void):  # one item of a structured array: its bytes
             return value.tobytes()
-        if isinstance(value, (bool, int, float)):
-            return python_scalar_bytes(self.name, index, param, value)
-        raise TypeError(f"{self.name}: buffer {index}: cannot bind a {type(value).__name__}; pass a numpy "
-                        "array, a numpy or Python scalar, or bytes")
+        if isinstance(value, (bool, int, float, np.generic)):  # values, converted to the declared type
+            return value_bytes(self.name, index, param, value)
+        raise TypeError(f"kernel '{self.name}': buffer {index}: cannot bind a {type(value).__name__}; pass a "
+                        "numpy array, a numpy or Python scalar, or bytes")
 
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
                  threadgroup_memory=None, **emulator_options):
@@ -302,15 +295,19 @@ class MetalKernel:
                 f"maxTotalThreadsPerThreadgroup ({self.max_total_threads_per_threadgroup})"
             )
         tg_memory = {int(i): (int(n) + 15) // 16 * 16 for i, n in (threadgroup_memory or {}).items()}
+        # Past the device's limit a dispatch is undefined (Metal checks it only with API
+        # validation on), so it is refused here: the kernel's own threadgroup arrays count too.
         limit = int(self._device.maxThreadgroupMemoryLength())
-        if sum(tg_memory.values()) > limit:
-            raise MetalError(f"threadgroup_memory {tg_memory} (rounded up to 16 bytes) totals "
-                             f"{sum(tg_memory.values())} bytes; this device allows {limit}")
+        total = self.static_threadgroup_memory + sum(tg_memory.values())
+        if total > limit:
+            raise MetalError(f"threadgroup memory of {total} bytes ({self.static_threadgroup_memory} declared in "
+                             f"the kernel, threadgroup_memory {tg_memory} rounded up to 16 bytes); "
+                             f"this device allows {limit}")
         # Everything checked and encoded before the GPU is asked for anything.
         arrays, constants = {}, {}
         for index, value in sorted(by_index.items()):
             if isinstance(value, np.ndarray):  # a buffer binds to `T*` and `constant T&` alike
-                check_dtype(self.name, self._params.get(index), value)
+                check_array(self.name, self._params.get(index), value)
                 arrays[index] = value
             else:
                 constants[index] = self._constant_data(index, value)

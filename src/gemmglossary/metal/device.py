@@ -95,7 +95,7 @@ def features_used(source: str, filename: str = "<source>") -> list[tuple[Feature
     """(feature, file, line, identifier) of the first use of each :data:`FEATURES` entry.
 
     Reads identifiers outside comments and string literals; ``#line`` markers (which
-    :func:`..includes.inline_includes` writes) give each use its own file and line.
+    :func:`gemmglossary.msl.includes.inline_includes` writes) give each use its own file and line.
     Code in a branch the preprocessor drops still counts: the answer may be "needs"
     where the compiled kernel would not.
     """

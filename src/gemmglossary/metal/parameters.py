@@ -7,8 +7,10 @@ MTLDataType and encode the value).  The source is read after includes are inline
 types the reader cannot resolve (template parameters, macros, structs) are reported
 as unknown, and nothing is checked for them.
 
-This is a thin adapter over :mod:`gemmglossary.msl.signature` until the project's one
-kernel-signature parser (issue 11 §2) provides these answers itself.
+Buffer parameters come from :mod:`gemmglossary.msl.signature`, the project's one
+kernel-signature reader; this module only says what their types mean for a numpy
+value.  Function constant declarations are read here from the project's tokens until
+msl answers them too.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..msl import lexer as _lexer
 from ..msl import signature as _signature
+from ..msl.lexer import tokenize
 
 #: Element types with no numpy dtype: numpy has no bfloat16, so its 16-bit patterns travel as uint16.
 BFLOAT_TYPES = frozenset({"bfloat", "bfloat16_t"})
@@ -27,13 +29,10 @@ BFLOAT = "bfloat16"
 
 _QUALIFIERS = {"const", "volatile", "device", "constant", "threadgroup", "thread", "restrict", "__restrict"}
 _ATOMIC = {"atomic_int": "int", "atomic_uint": "uint", "atomic_float": "float", "atomic_bool": "bool"}
-_VECTOR = re.compile(r"^(?:packed_)?([a-z_]+?)(?:[234](?:x[234])?)$")
-_BUFFER_PARAM = re.compile(
-    r"^(?P<type>.*?[*&])\s*(?P<name>[A-Za-z_]\w*)\s*\[\[\s*buffer\s*\(\s*(?P<index>\d+)\s*\)\s*\]\]$"
-)
+_VECTOR = re.compile(r"^(packed_)?([a-z_]+?)([234])(?:x([234]))?$")
 _FUNCTION_CONSTANT = re.compile(
     r"\bconstant\s+(?P<type>[A-Za-z_][\w: ]*?)\s+(?P<name>[A-Za-z_]\w*)\s*"
-    r"\[\[\s*function_constant\s*\(\s*(?P<index>\w+)\s*\)\s*\]\]\s*;"
+    r"\[\s*\[\s*function_constant\s*\(\s*(?P<index>\w+)\s*\)\s*\]\s*\]\s*;"
 )
 
 
@@ -46,23 +45,38 @@ def scalar_dtype(type_name: str):
     return None if scalar is None else np.dtype(scalar)
 
 
-def element_dtype(element: str):
-    """numpy dtype of the elements of a buffer whose element type is ``element``.
+@dataclass(frozen=True)
+class Element:
+    """What one element of a buffer is: its scalar's dtype, how many of them, atomic or not."""
+
+    dtype: object  # numpy dtype of the scalar, or BFLOAT
+    lanes: int = 1  # 2-4 for vectors, rows x columns for matrices
+    atomic: bool = False
+    packed: bool = False  # packed_ vectors have no padding; a 3-vector otherwise takes 4 lanes of room
+
+
+def element_type(element: str) -> Element | None:
+    """The :class:`Element` of a buffer whose element type is ``element``, None when unknown.
 
     Vector and packed types (``float4``, ``packed_half3``) and matrices (``float4x4``)
     are arrays of their scalar; atomics (``atomic_uint``, ``atomic<float>``) of their value.
     """
-    words = [w for w in element.replace("metal::", "").split() if w not in _QUALIFIERS]
+    words = [w for w in element.replace("metal::", "").replace("metal ::", "").split() if w not in _QUALIFIERS]
     name = " ".join(words)
     atomic = re.fullmatch(r"atomic\s*<\s*(.+?)\s*>", name)
-    if atomic:
-        name = atomic.group(1)
-    name = _ATOMIC.get(name, name)
+    name = atomic.group(1) if atomic else _ATOMIC.get(name, name)
+    is_atomic = bool(atomic) or name != " ".join(words)
     known = scalar_dtype(name)
     if known is not None:
-        return known
+        return Element(known, 1, is_atomic)
     vector = _VECTOR.match(name)
-    return scalar_dtype(vector.group(1)) if vector else None
+    if not vector:
+        return None
+    base = scalar_dtype(vector.group(2))
+    if base is None:
+        return None
+    lanes = int(vector.group(3)) * (int(vector.group(4)) if vector.group(4) else 1)
+    return Element(base, lanes, is_atomic, bool(vector.group(1)))
 
 
 @dataclass(frozen=True)
@@ -70,8 +84,18 @@ class BufferParameter:
     index: int
     name: str
     declared: str  # the declared type as written, whitespace normalized: "device const float*"
-    dtype: object  # numpy dtype of its elements, BFLOAT, or None when unknown
+    element: Element | None  # None when unknown (a struct, a template parameter, a macro)
     reference: bool  # `T&` (one value) rather than `T*`
+
+    @property
+    def dtype(self):
+        """numpy dtype of its scalars, BFLOAT, or None when unknown."""
+        return None if self.element is None else self.element.dtype
+
+    @property
+    def read_only(self) -> bool:
+        words = self.declared.replace("*", " ").replace("&", " ").split()
+        return "constant" in words or "const" in words
 
 
 def buffer_parameters(source: str, kernel: str) -> dict[int, BufferParameter]:
@@ -83,7 +107,7 @@ def buffer_parameters(source: str, kernel: str) -> dict[int, BufferParameter]:
             continue
         declared = _as_written(p.type)
         index = p.buffer
-        out[index] = BufferParameter(index, p.name, declared, element_dtype(p.value_type), p.is_reference)
+        out[index] = BufferParameter(index, p.name, declared, element_type(p.value_type), p.is_reference)
     return out
 
 
@@ -93,12 +117,6 @@ def _as_written(tokens: str) -> str:
     text = re.sub(r"\s*(::|<|>|\*|&)\s*", r"\1", tokens)
     text = re.sub(r"\s*,\s*", ", ", text)
     return re.sub(r"(?<=[*&>])(?=[A-Za-z_])", " ", text)
-
-
-def _without_comments(source: str) -> str:
-    """``source`` with every comment replaced by a space (strings and chars kept), read
-    with the project's tokenizer."""
-    return "".join(" " if tok.kind == "comment" else tok.text for tok in _lexer.tokenize(source))
 
 
 @dataclass(frozen=True)
@@ -111,7 +129,10 @@ class FunctionConstant:
 
 def function_constants(source: str) -> list[FunctionConstant]:
     """Every ``constant T name [[function_constant(i)]];`` declaration in ``source``."""
-    text = _without_comments(source)
+    # Comments and string literals out (a declaration in a comment is not one), every
+    # other token kept with single spaces between them.
+    text = " ".join(t.text for t in tokenize(source) if t.kind not in ("ws", "nl", "comment", "str", "chr"))
+    text = text.replace(" :: ", "::")
     out = []
     for m in _FUNCTION_CONSTANT.finditer(text):
         try:

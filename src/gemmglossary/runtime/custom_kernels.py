@@ -117,6 +117,8 @@ class EmulatedMetalKernel:
 
     def __init__(self, name, input_names, output_names, source, header="",
                  ensure_row_contiguous=True, atomic_outputs=False, compile_options=None):
+        # MLX's order: compile_options is parsed (the binding's argument), then the outputs checked.
+        self.math_mode = ms.math_mode(compile_options)
         if not output_names:
             raise ValueError("[metal_kernel] Must specify at least one output.")
         self.name = name
@@ -127,7 +129,6 @@ class EmulatedMetalKernel:
         self.ensure_row_contiguous = ensure_row_contiguous
         self.atomic_outputs = atomic_outputs
         self.compile_options = compile_options
-        self.math_mode = ms.math_mode(compile_options)  # MLX checks it when the kernel is made
         if self.math_mode != ms.DEFAULT_MATH_MODE:
             from ..emulator import PortabilityWarning
 
