@@ -33,6 +33,23 @@ def is_row_contiguous(x: np.ndarray) -> bool:
     return True
 
 
+def data_size(x: np.ndarray) -> int:
+    """Elements between the first and the last one ``x`` addresses (MLX's ``data_size``)."""
+    if x.size == 0:
+        return 0
+    return sum(s * (n - 1) for n, s in zip(x.shape, element_strides(x))) + 1
+
+
+def is_contiguous(x: np.ndarray) -> bool:
+    """MLX's ``contiguous`` flag: no negative stride, and the elements of the non-broadcast
+    dims fill the span exactly (dense in some order; broadcast dims allowed)."""
+    strides = element_strides(x)
+    if any(s < 0 and n > 1 for n, s in zip(x.shape, strides)):
+        return False
+    dense = int(np.prod([n for n, s in zip(x.shape, strides) if s > 0], dtype=np.int64))
+    return x.size == 0 or dense == data_size(x)
+
+
 def buffer_view(x: np.ndarray) -> np.ndarray:
     """The 1-D buffer a strided view lives in, starting at its first element."""
     base, owner = x, x
