@@ -92,17 +92,6 @@ def test_instantiations_match_the_cases():
     assert sorted(re.findall(r'host_name\("([^"]+)"\)', text)) == sorted(c[-1] for c in CASES)
 
 
-def test_block_shape_rule():
-    """MLX's thresholds, on both sides of each."""
-    shape = lambda t, k, n: tuple(vars(gemv.choose_config(t, k, n)).values())[1:]  # noqa: E731
-    assert shape(False, 64, 100) == (1, 1, 8, 4, 4, 4) and shape(False, 65, 100) == (4, 1, 1, 32, 4, 4)
-    assert shape(False, 1600, 100) == (1, 8, 1, 32, 4, 4) and shape(False, 1599, 100) == (4, 1, 1, 32, 4, 4)
-    assert shape(False, 100, 4096) == (8, 1, 1, 32, 4, 4) and shape(False, 100, 3) == (1, 8, 1, 32, 1, 4)
-    assert shape(True, 8192, 2048) == (1, 16, 4, 8, 4, 4) and shape(True, 8191, 2048) == (1, 16, 8, 4, 4, 4)
-    assert shape(True, 8192, 2047) == (1, 4, 8, 4, 4, 4) and shape(True, 10, 511) == (1, 2, 8, 4, 4, 4)
-    assert shape(True, 10, 3) == (1, 2, 8, 4, 4, 1)
-
-
 def test_layout_rules():
     """A dense row vector with a matrix gives gemv_t; the matrix as a transposed view gives gemv;
     a vector with a gap between its elements is copied; unbound buffers stay unbound."""

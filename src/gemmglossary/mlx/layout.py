@@ -1,8 +1,10 @@
 """How MLX's host code reads an array's memory layout before it binds the array.
 
 Restated from ``check_transpose`` (``mlx/backend/metal/matmul.cpp``), ``collapse_batches``
-(``mlx/backend/common/matmul.h``), ``collapse_contiguous_dims`` (``mlx/backend/common/utils.cpp``)
-and the ``row_contiguous`` flag of ``mlx/array.h``, at MLX v0.32.4:
+(``mlx/backend/common/matmul.h``), ``collapse_contiguous_dims`` (``mlx/backend/common/utils.cpp``),
+``check_contiguity`` and ``AsStrided::eval`` (``mlx/backend/common/utils.h``, ``common.cpp``: the
+``row_contiguous`` and ``contiguous`` flags), read at the MLX 0.32.2-dev commit :mod:`.matmul`
+names (the only host source here):
 https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp,
 https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/matmul.h,
 https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/utils.cpp.
