@@ -81,11 +81,12 @@ class Launch:
         return load_kernel(self.path, self.host_name, function_constants=self.function_constants or None,
                            include_dirs=[vendor_dir()])
 
-    def run(self, **options) -> None:
-        """Execute on the emulator; ``options`` go to the kernel call (schedule, race_check, ...)."""
+    def run(self, kernel=None, **options) -> None:
+        """Execute on the emulator (``kernel``: this launch's kernel, already loaded, to skip the
+        cache lookup); ``options`` go to the kernel call (schedule, race_check, ...)."""
         grid = {"threadgroups": self.threadgroups} if self.threads is None else {"threads": self.threads}
-        self.kernel()(self.buffers, threads_per_threadgroup=self.threads_per_threadgroup,
-                      threadgroup_memory=self.threadgroup_memory or None, **grid, **options)
+        (kernel or self.kernel())(self.buffers, threads_per_threadgroup=self.threads_per_threadgroup,
+                                  threadgroup_memory=self.threadgroup_memory or None, **grid, **options)
 
 
 @dataclass
