@@ -126,6 +126,26 @@ def collapse_contiguous_dims(shape, strides: list[list[int]], size_cap: int = IN
     return out_shape, out_strides
 
 
+def collapse_dims(shape, strides, size_cap: int = INT32_MAX) -> tuple[list[int], list[int]]:
+    """MLX's one-stride-list ``collapse_contiguous_dims``: the first dim is always kept, later
+    dims of size 1 are skipped, and a dim merges into the previous one when it is contiguous
+    with it (no dims in, no dims out)."""
+    out_shape: list[int] = []
+    out_strides: list[int] = []
+    for i, (n, st) in enumerate(zip(shape, strides)):
+        if i == 0:
+            out_shape, out_strides = [n], [st]
+        elif n == 1:
+            continue
+        elif st * n != out_strides[-1] or out_shape[-1] * n > size_cap:
+            out_shape.append(n)
+            out_strides.append(st)
+        else:
+            out_shape[-1] *= n
+            out_strides[-1] = st
+    return out_shape, out_strides
+
+
 def collapse_batches(*arrays: np.ndarray) -> tuple[list[int], list[list[int]]]:
     """Batch shape and one batch-stride list per operand, for operands already broadcast to
     one batch shape (the first operand's): contiguous batch dims merge; no batch is [1]/[0]."""
