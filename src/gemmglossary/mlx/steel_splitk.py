@@ -21,13 +21,10 @@ import numpy as np
 from . import matmul
 from .launch import DEFAULT_DEVICE, Launch, Plan, type_to_name
 from .layout import broadcast_to, buffer_view, check_transpose, element_strides
+from .steel import GEMM_SPLITK_PARAMS
 
 SOURCE = "mlx_steel_splitk.metal"
 
-#: ``struct GEMMSpiltKParams`` of steel/gemm/params.h (thirteen ints; MLX's spelling).
-GEMM_SPLITK_PARAMS = np.dtype([(name, "<i4") for name in (
-    "M", "N", "K", "lda", "ldb", "ldc", "tiles_n", "tiles_m", "split_k_partitions",
-    "split_k_partition_stride", "split_k_partition_size", "swizzle_log", "gemm_k_iterations_aligned")])
 
 
 def accum_name(out_dtype, axpby: bool) -> str:
@@ -53,7 +50,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     cfg = s.config
 
     partials = np.zeros((s.partitions, M, N), dtype=np.float32)
-    params = np.zeros((), dtype=GEMM_SPLITK_PARAMS)
+    params = np.zeros((), dtype=GEMM_SPLITK_PARAMS)  # read from the pinned params.h
     for field, value in (("M", M), ("N", N), ("K", K), ("lda", lda), ("ldb", ldb), ("ldc", N),
                          ("tiles_n", s.threadgroups[0]), ("tiles_m", s.threadgroups[1]),
                          ("split_k_partitions", s.partitions), ("split_k_partition_stride", M * N),
