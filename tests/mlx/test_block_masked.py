@@ -19,17 +19,10 @@ from gemmglossary.mlx import block_masked
 from gemmglossary.mlx.launch import bfloat16
 from gemmglossary.paths import kernels_dir
 
+from emulator_gaps import gap
+
 TOLERANCE = {np.dtype(np.float32): dict(atol=1e-4, rtol=1e-4), np.dtype(np.float16): dict(atol=3e-2, rtol=1e-2),
              bfloat16: dict(atol=0.15, rtol=3e-2)}
-OVERLOAD_GAP = pytest.mark.xfail(strict=True, reason="emulator: two kernel templates with one name "
-                                 "(steel_gemm_masked.h's block_masked_gemm overloads) are not told apart by the "
-                                 "rewriter: the instantiation meets the other one's template parameters")
-ADDRESS_SPACE_METHOD_GAP = pytest.mark.xfail(strict=True, reason="emulator: member functions qualified by an "
-                                             "address space (_NoMask's `operator bool() const device`) are lost, "
-                                             "so a device nomask_t does not convert to bool (gemv_masked.h); also "
-                                             "uniform<int> (issue #10 §2)")
-BF16_MMA_GAP = pytest.mark.xfail(strict=True, reason="emulator: steel's mma.h static_cast<float> of a bfloat "
-                                 "threadgroup element does not compile")
 
 
 def _cases():
@@ -71,8 +64,8 @@ def reference(a, b, block_size, mask_out, mask_lhs, mask_rhs):
 
 def _marks(name):
     if name.startswith("steel"):
-        return [OVERLOAD_GAP] + ([BF16_MMA_GAP] if "bf16" in name else [])
-    return [ADDRESS_SPACE_METHOD_GAP]
+        return gap("overloads", *(["bf16_mma"] if "bf16" in name else []))
+    return gap("address_space_methods", "uniform", "tg_nullptr", "unbound")
 
 
 @pytest.mark.parametrize("a,b,bs,mask_out,mask_lhs,mask_rhs",

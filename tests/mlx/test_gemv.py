@@ -25,16 +25,11 @@ from gemmglossary.mlx import gemv
 from gemmglossary.mlx.launch import bfloat16
 from gemmglossary.paths import kernels_dir
 
+from emulator_gaps import gap
+
 TOLERANCE = {np.dtype(np.float32): dict(atol=1e-3, rtol=1e-4), np.dtype(np.float16): dict(atol=2e-2, rtol=1e-2),
              bfloat16: dict(atol=5e-2, rtol=2e-2)}
-# Emulator gaps (issue #10 §2, requested from emu-fidelity in /work/coord/requests.md); strict,
-# so the fix is noticed. `pytest --runxfail` runs them regardless.
-GEMV_GAP = pytest.mark.xfail(strict=True, reason="emulator: uniform<int> / make_uniform, `N ? nullptr : "
-                             "threadgroup_array` and unbound buffers are not supported yet (gemv.h)")
-APPLE_ORDER_GAP = pytest.mark.xfail(strict=True, reason="emulator: #10 §3 undecided; gemv's threadgroup reduction "
-                                    "orders its write and read with threadgroup_barrier(mem_none) only (reported as a "
-                                    "race), gemv_t's edge threads reach a barrier others skip before simd_shuffle_down "
-                                    "(reported as divergence)")
+GEMV_GAP = ("uniform", "tg_nullptr", "unbound")
 
 
 def uniform(rng, shape, dtype):
@@ -66,9 +61,10 @@ def _cases():
 
 
 CASES = list(_cases())
-# The cases whose kernel has a threadgroup reduction (BN > 1) or a partial last column block in gemv_t.
-NEEDS_APPLE_ORDER = {"gemv-long-k-broadcast-batch-bias", "gemv_t-columns-partial-block", "gemv_t-3-outputs-bias",
-                     "gemv_t-broadcast-batch-bias"}
+# #10 §3: gemv with BN > 1 orders its threadgroup reduction with a mem_none barrier only; gemv_t
+# with a partial last column block has lanes at a barrier others skip before simd_shuffle_down.
+APPLE_ORDER = {"gemv-long-k-broadcast-batch-bias": "mem_none_order", "gemv_t-columns-partial-block": "divergent_barrier",
+               "gemv_t-3-outputs-bias": "divergent_barrier", "gemv_t-broadcast-batch-bias": "divergent_barrier"}
 
 
 def reference(a, b, c, alpha, beta):
@@ -76,9 +72,9 @@ def reference(a, b, c, alpha, beta):
     return out if c is None else alpha * out + beta * c.astype(np.float64)
 
 
-@GEMV_GAP
 @pytest.mark.parametrize("a,b,c,alpha,beta,name", [
-    pytest.param(*c[1:], id=c[0], marks=APPLE_ORDER_GAP if c[0] in NEEDS_APPLE_ORDER else ()) for c in CASES])
+    pytest.param(*c[1:], id=c[0], marks=gap(*GEMV_GAP, *([APPLE_ORDER[c[0]]] if c[0] in APPLE_ORDER else [])))
+    for c in CASES])
 def test_gemv_matches_numpy(a, b, c, alpha, beta, name):
     plan = gemv.plan(a, b, c, alpha=alpha, beta=beta)
     assert plan.host_names == [name]

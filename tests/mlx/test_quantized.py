@@ -31,13 +31,10 @@ from gemmglossary.mlx.matmul import Device
 from gemmglossary.mlx.launch import bfloat16
 from gemmglossary.paths import kernels_dir
 
+from emulator_gaps import gap
+
 TOLERANCE = {np.dtype(np.float32): dict(atol=1e-4, rtol=1e-4), np.dtype(np.float16): dict(atol=2e-2, rtol=1e-2),
              bfloat16: dict(atol=5e-2, rtol=2e-2)}
-QUAD_GAP = pytest.mark.xfail(strict=True, reason="emulator: quad_sum (used by qmv_quad_impl, which every "
-                             "instantiation of quantized.h compiles) is not supported yet, issue #10 §2")
-BF16_MMA_GAP = pytest.mark.xfail(strict=True, reason="emulator: steel's mma.h static_cast<float> of a bfloat "
-                                 "threadgroup element does not compile (the software 16-bit float type behind a "
-                                 "threadgroup reference; #10 §2 lists it for half under clang++)")
 F32, F16, BF16 = np.float32, np.float16, bfloat16
 
 
@@ -80,10 +77,19 @@ def reference(x, w, transpose):
     return x.astype(np.float64) @ (np.swapaxes(dense, -1, -2) if transpose else dense)
 
 
-@QUAD_GAP
-@pytest.mark.parametrize("x,w,transpose,kernel", [
-    pytest.param(*c[1:], id=c[0], marks=BF16_MMA_GAP if c[0].startswith(("qmm_t-bf16", "qmm_n-bf16")) else ())
-    for c in CASES])
+def _gaps(case) -> tuple[str, ...]:
+    """quad_sum is compiled with every kernel of quantized.h; unbatched launches leave the
+    batch buffers unbound; bfloat16 matrix-matrix kernels go through steel's mma.h."""
+    name, x, w, _, kernel = case
+    needs = ["quad"]
+    if w.wq.ndim == 2:
+        needs.append("unbound")
+    if kernel.startswith("qmm") and x.dtype == bfloat16:
+        needs.append("bf16_mma")
+    return tuple(needs)
+
+
+@pytest.mark.parametrize("x,w,transpose,kernel", [pytest.param(*c[1:], id=c[0], marks=gap(*_gaps(c))) for c in CASES])
 def test_kernel_matches_numpy(x, w, transpose, kernel):
     plan = quantized.plan(x, w, transpose=transpose)
     (name,) = plan.host_names

@@ -19,10 +19,10 @@ import pytest
 from gemmglossary.mlx import softmax
 from gemmglossary.mlx.launch import bfloat16
 
-SIMD_TG_GAP = pytest.mark.xfail(strict=True, reason="emulator: simd_max / simd_sum of a threadgroup array "
-                                "element does not compile (softmax.h), issue #10 §2")
-FAST_EXP_GAP = pytest.mark.xfail(strict=True, reason="emulator: fast::exp(float) resolves to the bfloat16 "
-                                 "overload bf16_math.h declares, issue #10 §2")
+from emulator_gaps import gap
+
+SIMD_TG_GAP = gap("simd_tg")
+FAST_EXP_GAP = gap("fast_exp")
 
 
 def reference(x):

@@ -22,13 +22,10 @@ from gemmglossary.mlx import matmul, steel_splitk
 from gemmglossary.mlx.launch import bfloat16
 from gemmglossary.paths import kernels_dir
 
+from emulator_gaps import gap
+
 TOLERANCE = {np.dtype(np.float32): dict(atol=1e-3, rtol=1e-4), np.dtype(np.float16): dict(atol=3e-2, rtol=1e-2),
              bfloat16: dict(atol=0.2, rtol=2e-2)}
-TEMPLATE_END_GAP = pytest.mark.xfail(strict=True, reason="emulator: a kernel template whose parameter list "
-                                     "ends in `>>` (gemm_splitk_accum's defaulted Epilogue) is not supported "
-                                     "and breaks the file's other kernels, issue #10 §2")
-BF16_MMA_GAP = pytest.mark.xfail(strict=True, reason="emulator: steel's mma.h static_cast<float> of a bfloat "
-                                 "threadgroup element does not compile")
 
 
 def _cases():
@@ -50,9 +47,9 @@ def reference(a, b, c, alpha, beta):
     return out if c is None else alpha * out + beta * c.astype(np.float64)
 
 
-@TEMPLATE_END_GAP
 @pytest.mark.parametrize("a,b,c,alpha,beta,partitions", [
-    pytest.param(*case[1:], id=case[0], marks=BF16_MMA_GAP if "bf16" in case[0] else ()) for case in CASES])
+    pytest.param(*case[1:], id=case[0], marks=gap("gtgt", *(["bf16_mma"] if "bf16" in case[0] else [])))
+    for case in CASES])
 def test_splitk_matches_numpy(a, b, c, alpha, beta, partitions):
     plan = steel_splitk.plan(a, b, c, alpha=alpha, beta=beta)
     gemm, accumulate = plan.launches
