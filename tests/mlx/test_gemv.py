@@ -25,16 +25,11 @@ from gemmglossary.mlx import gemv
 from gemmglossary.mlx.launch import bfloat16
 from gemmglossary.paths import kernels_dir
 
+from emulator_gaps import gap
+
 TOLERANCE = {np.dtype(np.float32): dict(atol=1e-3, rtol=1e-4), np.dtype(np.float16): dict(atol=2e-2, rtol=1e-2),
              bfloat16: dict(atol=5e-2, rtol=2e-2)}
-# Emulator gaps (issue #10 §2, requested from emu-fidelity in /work/coord/requests.md); strict,
-# so the fix is noticed. `pytest --runxfail` runs them regardless.
-GEMV_GAP = pytest.mark.xfail(strict=True, reason="emulator: uniform<int> / make_uniform, `N ? nullptr : "
-                             "threadgroup_array` and unbound buffers are not supported yet (gemv.h)")
-APPLE_ORDER_GAP = pytest.mark.xfail(strict=True, reason="emulator: #10 §3 undecided; gemv's threadgroup reduction "
-                                    "orders its write and read with threadgroup_barrier(mem_none) only (reported as a "
-                                    "race), gemv_t's edge threads reach a barrier others skip before simd_shuffle_down "
-                                    "(reported as divergence)")
+GEMV_GAP = ("uniform", "tg_nullptr", "unbound")
 
 
 def uniform(rng, shape, dtype):
@@ -66,9 +61,10 @@ def _cases():
 
 
 CASES = list(_cases())
-# The cases whose kernel has a threadgroup reduction (BN > 1) or a partial last column block in gemv_t.
-NEEDS_APPLE_ORDER = {"gemv-long-k-broadcast-batch-bias", "gemv_t-columns-partial-block", "gemv_t-3-outputs-bias",
-                     "gemv_t-broadcast-batch-bias"}
+# #10 §3: gemv with BN > 1 orders its threadgroup reduction with a mem_none barrier only; gemv_t
+# with a partial last column block has lanes at a barrier others skip before simd_shuffle_down.
+APPLE_ORDER = {"gemv-long-k-broadcast-batch-bias": "mem_none_order", "gemv_t-columns-partial-block": "divergent_barrier",
+               "gemv_t-3-outputs-bias": "divergent_barrier", "gemv_t-broadcast-batch-bias": "divergent_barrier"}
 
 
 def reference(a, b, c, alpha, beta):
@@ -76,9 +72,9 @@ def reference(a, b, c, alpha, beta):
     return out if c is None else alpha * out + beta * c.astype(np.float64)
 
 
-@GEMV_GAP
 @pytest.mark.parametrize("a,b,c,alpha,beta,name", [
-    pytest.param(*c[1:], id=c[0], marks=APPLE_ORDER_GAP if c[0] in NEEDS_APPLE_ORDER else ()) for c in CASES])
+    pytest.param(*c[1:], id=c[0], marks=gap(*GEMV_GAP, *([APPLE_ORDER[c[0]]] if c[0] in APPLE_ORDER else [])))
+    for c in CASES])
 def test_gemv_matches_numpy(a, b, c, alpha, beta, name):
     plan = gemv.plan(a, b, c, alpha=alpha, beta=beta)
     assert plan.host_names == [name]
@@ -90,17 +86,6 @@ def test_instantiations_match_the_cases():
     """Every kernel of mlx_gemv.metal is run by a case, and every case's kernel is in the file."""
     text = (kernels_dir() / gemv.SOURCE).read_text()
     assert sorted(re.findall(r'host_name\("([^"]+)"\)', text)) == sorted(c[-1] for c in CASES)
-
-
-def test_block_shape_rule():
-    """MLX's thresholds, on both sides of each."""
-    shape = lambda t, k, n: tuple(vars(gemv.choose_config(t, k, n)).values())[1:]  # noqa: E731
-    assert shape(False, 64, 100) == (1, 1, 8, 4, 4, 4) and shape(False, 65, 100) == (4, 1, 1, 32, 4, 4)
-    assert shape(False, 1600, 100) == (1, 8, 1, 32, 4, 4) and shape(False, 1599, 100) == (4, 1, 1, 32, 4, 4)
-    assert shape(False, 100, 4096) == (8, 1, 1, 32, 4, 4) and shape(False, 100, 3) == (1, 8, 1, 32, 1, 4)
-    assert shape(True, 8192, 2048) == (1, 16, 4, 8, 4, 4) and shape(True, 8191, 2048) == (1, 16, 8, 4, 4, 4)
-    assert shape(True, 8192, 2047) == (1, 4, 8, 4, 4, 4) and shape(True, 10, 511) == (1, 2, 8, 4, 4, 4)
-    assert shape(True, 10, 3) == (1, 2, 8, 4, 4, 1)
 
 
 def test_layout_rules():

@@ -20,17 +20,15 @@ import numpy as np
 import pytest
 
 from gemmglossary.mlx import sdpa_vector as sv
-from gemmglossary.mlx.device import GPU
+from gemmglossary.mlx.matmul import Device
 from gemmglossary.mlx.launch import bfloat16
 
+from emulator_gaps import gap
+
 TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float16): 4e-3, bfloat16: 3e-2}
-BASE, MAX, ULTRA = GPU("applegpu_g13g"), GPU("applegpu_g15s"), GPU("applegpu_g14d")
-# Emulator gaps (issue #10 §2, requested from emu-fidelity in /work/coord/requests.md): the
-# markers go when the emulator runs these kernels faithfully; strict, so a fix is noticed.
-FAST_EXP_GAP = pytest.mark.xfail(strict=True, reason="emulator: fast::exp(float) resolves to the bfloat16 "
-                                 "overload bf16_math.h declares, so exponentials are rounded to bfloat16")
-TG_SIMD_GAP = pytest.mark.xfail(strict=True, reason="emulator: simd_sum of a threadgroup array element does "
-                                "not compile (sdpa_vector.h, second pass)")
+BASE, MAX, ULTRA = Device("g", 13), Device("s", 15), Device("d", 14)
+FAST_EXP_GAP = gap("fast_exp")
+TG_SIMD_GAP = gap("simd_tg")
 
 
 def reference(q, k, v, scale, mask=None, sinks=None):
@@ -114,11 +112,12 @@ def _two_pass_cases():
 TWO_PASS = list(_two_pass_cases())
 
 
-@TG_SIMD_GAP
-@pytest.mark.parametrize("gpu,blocks,arrays,options", [c[1:] for c in TWO_PASS], ids=[c[0] for c in TWO_PASS])
-def test_two_pass(gpu, blocks, arrays, options):
+@pytest.mark.parametrize("device,blocks,arrays,options", [
+    pytest.param(*c[1:], id=c[0], marks=[TG_SIMD_GAP] + ([FAST_EXP_GAP] if c[0].startswith("f32") else []))
+    for c in TWO_PASS])
+def test_two_pass(device, blocks, arrays, options):
     q, k, v = arrays
-    plan = sv.plan(q, k, v, gpu=gpu, **options)
+    plan = sv.plan(q, k, v, device=device, **options)
     first, second = plan.launches
     assert first.host_name.startswith("sdpa_vector_2pass_1_") and "_gqa_" not in first.host_name
     assert first.function_constants[sv.BLOCKS] == blocks and first.threadgroups[2] == blocks
@@ -126,7 +125,7 @@ def test_two_pass(gpu, blocks, arrays, options):
     check(plan, q, k, v, **options)
 
 
-@TG_SIMD_GAP
+@gap("max_tg", "simd_tg")
 def test_two_pass_gqa_kernel():
     """One query token, 8 query heads per key/value head, 8192 keys or more, no mask: the
     first pass that reads each key once for the whole group."""

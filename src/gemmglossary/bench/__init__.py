@@ -2,8 +2,10 @@
 
 ``bench emulator`` runs the first-party GEMM kernels on the CPU emulator at 128³, 256³
 and 512³ and prints emulated GFLOP/s next to numpy's matmul time measured in the same
-run (the ratio says how many times slower than numpy the emulation is). It measures the
-emulator, not a GPU. ``bench metal`` is delegated to :mod:`gemmglossary.bench.metal`.
+run (the ratio says how many times slower than numpy the emulation is), then MLX's decode
+kernels, qmv (4-bit) and gemv at 4096 × 4096, beside numpy's time for the same product
+(:mod:`gemmglossary.bench.matvec`). It measures the emulator, not a GPU. ``bench metal`` is
+delegated to :mod:`gemmglossary.bench.metal`.
 """
 
 from __future__ import annotations
@@ -80,6 +82,21 @@ def bench_emulator(sizes=SIZES, kernels=KERNELS, repeats: int = 3, race_check: b
     return rows
 
 
+def bench_matvec(names, repeats: int = 3, race_check: bool = True, out=sys.stdout) -> list:
+    from . import matvec
+
+    rows = matvec.bench(names, repeats, race_check)
+    print(f"\n{'product':<22}{'MLX kernel':<48}{'emulated':>11}{'numpy':>11}{'ratio':>9}", file=out)
+    for label, kernel, t_emu, t_np, ok in rows:
+        if t_emu is None:  # the emulator could not run it: t_np holds the reason
+            print(f"{label:<22}{kernel:<48}  not run: {t_np}", file=out, flush=True)
+            continue
+        print(f"{label:<22}{kernel:<48}{t_emu * 1e3:>9.1f}ms{t_np * 1e3:>9.3f}ms{t_emu / t_np:>8.0f}×"
+              + ("" if ok else "  WRONG RESULT"), file=out, flush=True)
+    print("numpy computes the same product in float32 (qmv: with the dequantized matrix)", file=out)
+    return rows
+
+
 def register(subparsers) -> None:
     from ..cli import subparser
     from . import metal
@@ -92,6 +109,8 @@ def register(subparsers) -> None:
     e = subparser(sub, "emulator", help="first-party kernels on the CPU emulator vs numpy's matmul")
     e.add_argument("--sizes", default=",".join(map(str, SIZES)), type=_sizes, help="comma-separated square sizes")
     e.add_argument("--kernels", default=",".join(KERNELS), type=_kernels, help="comma-separated kernel names")
+    e.add_argument("--matvec", default=",".join(_matvec_names()), type=_products,
+                   help="comma-separated decode products (qmv, gemv); empty for none")
     e.add_argument("--repeats", type=int, default=3)
     e.add_argument("--no-race-check", action="store_true", help="skip the threadgroup-memory race check")
     e.set_defaults(func=_run_emulator)
@@ -119,8 +138,24 @@ def _kernels(text: str) -> list[str]:
     return names
 
 
+def _matvec_names() -> tuple[str, ...]:
+    from .matvec import PRODUCTS
+
+    return PRODUCTS
+
+
+def _products(text: str) -> list[str]:
+    names = [k for k in text.split(",") if k]
+    unknown = [k for k in names if k not in _matvec_names()]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown product(s) {', '.join(unknown)}; known: {', '.join(_matvec_names())}")
+    return names
+
+
 def _run_emulator(a) -> int:
     rows = bench_emulator(a.sizes, a.kernels, a.repeats, not a.no_race_check)
+    if a.matvec:
+        rows += bench_matvec(a.matvec, a.repeats, not a.no_race_check)
     return 0 if all(r[-1] for r in rows) else 1
 
 

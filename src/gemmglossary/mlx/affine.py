@@ -16,8 +16,8 @@ is positive and the bias is the minimum, otherwise the step is negative and the 
 maximum; the step is then adjusted so that the extreme lands on an integer, and a group whose
 extreme rounds to integer 0 keeps a bias of 0. Scales and biases are stored in the weights'
 dtype. This restates ``affine_quantize`` and ``affine_dequantize`` of ``mlx/ops.cpp``
-(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/ops.cpp); the tests check it bit for bit
-against the wheel's ``mx.quantize`` on MLX's CPU backend.
+(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/ops.cpp; read at 0.32.2-dev); the tests
+check it bit for bit against the pinned 0.32.4 wheel's ``mx.quantize`` on MLX's CPU backend.
 """
 
 from __future__ import annotations
@@ -55,18 +55,27 @@ def _check(group_size: int, bits: int) -> None:
 
 def pack(q: np.ndarray, bits: int) -> np.ndarray:
     """Integers in [0, 2**bits) along the last axis -> uint32 words, least significant bits first."""
-    q = np.asarray(q, dtype=np.uint64)
+    q = np.asarray(q)
     if q.shape[-1] * bits % 32:
         raise ValueError(f"{q.shape[-1]} values of {bits} bits do not fill whole 32-bit words")
-    # the row's bit string, least significant bit of value 0 first
-    bit_string = ((q[..., None] >> np.arange(bits, dtype=np.uint64)) & 1).reshape(*q.shape[:-1], -1, 32)
+    if 32 % bits == 0:  # whole values per word: value j of a word sits at bit j·bits
+        per_word = 32 // bits
+        fields = q.astype(np.uint32).reshape(*q.shape[:-1], -1, per_word)
+        shifts = np.arange(0, 32, bits, dtype=np.uint32)
+        return np.bitwise_or.reduce(fields << shifts, axis=-1).astype(np.uint32)
+    # 3, 5, 6 bits: values straddle words; build the row's bit string, bit 0 of value 0 first
+    bit_string = ((q.astype(np.uint64)[..., None] >> np.arange(bits, dtype=np.uint64)) & 1).reshape(*q.shape[:-1], -1, 32)
     return (bit_string << np.arange(32, dtype=np.uint64)).sum(-1).astype(np.uint32)
 
 
 def unpack(wq: np.ndarray, bits: int) -> np.ndarray:
     """uint32 words -> the integers they hold (uint32), in order."""
-    wq = np.asarray(wq, dtype=np.uint64)
-    bit_string = ((wq[..., None] >> np.arange(32, dtype=np.uint64)) & 1).reshape(*wq.shape[:-1], -1, bits)
+    wq = np.asarray(wq, dtype=np.uint32)
+    if 32 % bits == 0:
+        shifts = np.arange(0, 32, bits, dtype=np.uint32)
+        fields = (wq[..., None] >> shifts) & np.uint32(2**bits - 1)
+        return fields.reshape(*wq.shape[:-1], -1)
+    bit_string = ((wq.astype(np.uint64)[..., None] >> np.arange(32, dtype=np.uint64)) & 1).reshape(*wq.shape[:-1], -1, bits)
     return (bit_string << np.arange(bits, dtype=np.uint64)).sum(-1).astype(np.uint32)
 
 

@@ -1,13 +1,17 @@
 """Host side of MLX's matrix-vector products: ``gemv`` and ``gemv_t`` of ``gemv.h``.
 
-Restates ``gemv_axbpy`` (and ``gemv``, which calls it without the bias) of
-``mlx/backend/metal/matmul.cpp`` at MLX v0.32.4
-(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp), with the
-preparation ``Matmul::eval_gpu`` and ``AddMM::eval_gpu`` do before they route a product
-with one row or one column there: ``check_transpose`` with the vector rule, ``collapse_batches``,
-and folding a batch into M when the matrix operand is shared. Which product MLX sends to
-GEMV at all (instead of ``dot_product``, the wide GEMV or steel) is matmul's routing, not
-restated here: :func:`plan` raises when the shapes are not a GEMV's after that preparation.
+Restates the dispatch of ``gemv_axbpy`` (and ``gemv``, which calls it without the bias) in
+``mlx/backend/metal/matmul.cpp``
+(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp; read at the
+0.32.2-dev commit :mod:`.matmul` names, the only host source here, and checked against the
+0.32.4 wheel's ``gemv.h``, whose kernel signatures match): the buffers MLX binds and those it
+leaves unbound without a bias, with the preparation ``Matmul::eval_gpu`` and
+``AddMM::eval_gpu`` do before they route a product with one row or one column there:
+``check_transpose`` with the vector rule, ``collapse_batches``, and folding a batch into M
+when the matrix operand is shared. The block shape and grid are :func:`.matmul.gemv_plan`'s,
+and which product MLX sends to GEMV at all (instead of ``dot_product``, the wide GEMV or
+steel) is :func:`.matmul.route`'s; :func:`plan` raises when the shapes are not a GEMV's
+after MLX's preparation.
 
 The kernel family in the names: ``gemv`` reads the matrix along its rows (each simdgroup
 row reduces a dot product with ``simd_shuffle_down``), ``gemv_t`` along its columns (the
@@ -18,57 +22,20 @@ MLX runs ``gemv_t``; for ``W @ x``, ``gemv``. Kernels: MLX's ``gemv.h``, instant
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .launch import Launch, Plan, type_to_name
+from .matmul import Gemv, gemv_plan
 from .layout import broadcast_to, buffer_view, check_transpose, collapse_batches, element_strides
 
 SOURCE = "mlx_gemv.metal"
 
 
-@dataclass(frozen=True)
-class GemvConfig:
-    """Template parameters: BM × BN simdgroups per threadgroup, each SM × SN threads, each
-    thread TM × TN elements of the matrix."""
-
-    transposed: bool  # gemv_t
-    bm: int
-    bn: int
-    sm: int
-    sn: int
-    tm: int
-    tn: int
-
-    @property
-    def outputs_per_threadgroup(self) -> int:
-        return self.bn * self.sn * self.tn if self.transposed else self.bm * self.sm * self.tm
-
-    def host_name(self, dtype, batched: bool, axpby: bool) -> str:
-        kernel = "gemv_t" if self.transposed else "gemv"
-        return (f"{kernel}_{type_to_name(dtype)}_bm{self.bm}_bn{self.bn}_sm{self.sm}_sn{self.sn}"
-                f"_tm{self.tm}_tn{self.tn}_nc{int(batched)}_axpby{int(axpby)}")
-
-
-def choose_config(transposed: bool, in_len: int, out_len: int) -> GemvConfig:
-    """MLX's block shape for a matrix of ``out_len`` outputs by ``in_len`` inputs.
-
-    gemv_t: 8 × 4 threads per simdgroup (4 × 8 for long inputs with many outputs), 2, 4 or
-    16 simdgroups across the outputs as they grow. gemv: 4 simdgroups of 32 threads along
-    the outputs (8 from 4096 outputs); for short inputs (≤ 64) one simdgroup of 8 × 4, for
-    long ones (≥ 16 × outputs) 8 simdgroups splitting the input. Fewer than 4 outputs: one
-    element per thread along them."""
-    if transposed:
-        sm, sn = (4, 8) if in_len >= 8192 and out_len >= 2048 else (8, 4)
-        bn = 16 if out_len >= 2048 else 4 if out_len >= 512 else 2
-        return GemvConfig(True, 1, bn, sm, sn, 4, 1 if out_len < 4 else 4)
-    bm, bn, sm, sn = (8 if out_len >= 4096 else 4), 1, 1, 32
-    if in_len <= 64:
-        bm, sm, sn = 1, 8, 4
-    elif in_len >= 16 * out_len:
-        bm, bn = 1, 8
-    return GemvConfig(False, bm, bn, sm, sn, 1 if out_len < 4 else 4, 4)
+def host_name(config: Gemv, dtype, batched: bool, axpby: bool) -> str:
+    """``gemv[_t]_<type>_bm.._bn.._sm.._sn.._tm.._tn.._nc<batched>_axpby<bias>``."""
+    kernel = "gemv_t" if config.transposed else "gemv"
+    return (f"{kernel}_{type_to_name(dtype)}_bm{config.bm}_bn{config.bn}_sm{config.sm}_sn{config.sn}"
+            f"_tm{config.tm}_tn{config.tn}_nc{int(batched)}_axpby{int(axpby)}")
 
 
 def _i32(x):
@@ -119,7 +86,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     mat, vec = (b, a) if b_is_matrix else (a, b)
     transposed = (not transpose_b) if b_is_matrix else transpose_a
     out_len = N if b_is_matrix else M
-    config = choose_config(transposed, K, out_len)
+    config = gemv_plan(K, out_len, transposed, batch_size)
     axpby = c is not None and (alpha != 1.0 or beta != 0.0)
     batched = len(batch_shape) != 1
     out = np.zeros((*batch, a.shape[-2], N), dtype=a.dtype)  # MLX allocates it row-contiguous
@@ -134,7 +101,6 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     if axpby:
         buffers.update({2: buffer_view(c), 7: np.array(alpha, np.float32), 8: np.array(beta, np.float32),
                         13: np.array(c_stride, np.int64), 14: _i32(element_strides(c)[-1])})
-    threadgroups = (-(-out_len // config.outputs_per_threadgroup), 1, batch_size)
-    launch = Launch(SOURCE, config.host_name(a.dtype, batched, axpby), buffers,
-                    (32, config.bn, config.bm), threadgroups=threadgroups)
+    launch = Launch(SOURCE, host_name(config, a.dtype, batched, axpby), buffers,
+                    config.threads_per_threadgroup, threadgroups=config.threadgroups)
     return Plan([launch], out)

@@ -9,9 +9,8 @@ A :class:`Plan` is the ordered list of launches of one op and the array that end
 holding its result; intermediate buffers are numpy arrays shared between launches.
 
 Also here, because several families use them: MLX's two spellings of a dtype in kernel
-names (``type_to_name`` and ``get_type_string`` of ``mlx/backend/metal/utils.h``), and
-``get_block_dims`` (``mlx/backend/common/utils.cpp``), which sizes the threadgroups of
-MLX's ``dispatch_threads`` kernels.
+names (``type_to_name`` and ``get_type_string`` of ``mlx/backend/metal/utils.h``), and the
+GPU the host modules assume when the caller names none.
 """
 
 from __future__ import annotations
@@ -23,6 +22,11 @@ import ml_dtypes
 import numpy as np
 
 from ..paths import kernels_dir, vendor_dir
+from .matmul import Device
+
+#: The GPU every host module assumes unless told otherwise: a base M1 (class g, generation 13):
+#: no NAX, no wide GEMV, the qmv batch limits of generation 13.
+DEFAULT_DEVICE = Device("g", 13)
 
 #: numpy's name for bfloat16 (numpy has none of its own; ml_dtypes provides it).
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -48,26 +52,6 @@ def type_string(dtype) -> str:
     except KeyError:
         raise TypeError(f"dtype {np.dtype(dtype)}: MLX instantiates this family for float32, float16 "
                         f"and bfloat16 only") from None
-
-
-def get_block_dims(dim0: int, dim1: int, dim2: int, pow2: int = 10) -> tuple[int, int, int]:
-    """Threadgroup size for ``dispatch_threads`` over a (dim0, dim1, dim2) grid: powers of two,
-    grown one dimension at a time in x, y, z order while the dimension still holds twice the
-    current size, until the product reaches 2**pow2 threads (at most 2**10)."""
-    pows = [0, 0, 0]
-    total = 0
-    dims = (dim0, dim1, dim2)
-    while True:
-        before = total
-        for axis in range(3):
-            if dims[axis] >= 1 << (pows[axis] + 1):
-                pows[axis] += 1
-                total += 1
-            if total == 10:
-                break
-        if total == 10 or total == before or total == pow2:
-            break
-    return (1 << pows[0], 1 << pows[1], 1 << pows[2])
 
 
 @dataclass
@@ -97,11 +81,12 @@ class Launch:
         return load_kernel(self.path, self.host_name, function_constants=self.function_constants or None,
                            include_dirs=[vendor_dir()])
 
-    def run(self, **options) -> None:
-        """Execute on the emulator; ``options`` go to the kernel call (schedule, race_check, ...)."""
+    def run(self, kernel=None, **options) -> None:
+        """Execute on the emulator (``kernel``: this launch's kernel, already loaded, to skip the
+        cache lookup); ``options`` go to the kernel call (schedule, race_check, ...)."""
         grid = {"threadgroups": self.threadgroups} if self.threads is None else {"threads": self.threads}
-        self.kernel()(self.buffers, threads_per_threadgroup=self.threads_per_threadgroup,
-                      threadgroup_memory=self.threadgroup_memory or None, **grid, **options)
+        (kernel or self.kernel())(self.buffers, threads_per_threadgroup=self.threads_per_threadgroup,
+                                  threadgroup_memory=self.threadgroup_memory or None, **grid, **options)
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """How MLX's host code reads an array's memory layout before it binds the array.
 
 Restated from ``check_transpose`` (``mlx/backend/metal/matmul.cpp``), ``collapse_batches``
-(``mlx/backend/common/matmul.h``), ``collapse_contiguous_dims`` (``mlx/backend/common/utils.cpp``)
-and the ``row_contiguous`` flag of ``mlx/array.h``, at MLX v0.32.4:
+(``mlx/backend/common/matmul.h``), ``collapse_contiguous_dims`` (``mlx/backend/common/utils.cpp``),
+``check_contiguity`` and ``AsStrided::eval`` (``mlx/backend/common/utils.h``, ``common.cpp``: the
+``row_contiguous`` and ``contiguous`` flags), read at the MLX 0.32.2-dev commit :mod:`.matmul`
+names (the only host source here):
 https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp,
 https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/matmul.h,
 https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/utils.cpp.
@@ -31,6 +33,23 @@ def is_row_contiguous(x: np.ndarray) -> bool:
             return False
         expected *= n
     return True
+
+
+def data_size(x: np.ndarray) -> int:
+    """Elements between the first and the last one ``x`` addresses (MLX's ``data_size``)."""
+    if x.size == 0:
+        return 0
+    return sum(s * (n - 1) for n, s in zip(x.shape, element_strides(x))) + 1
+
+
+def is_contiguous(x: np.ndarray) -> bool:
+    """MLX's ``contiguous`` flag: no negative stride, and the elements of the non-broadcast
+    dims fill the span exactly (dense in some order; broadcast dims allowed)."""
+    strides = element_strides(x)
+    if any(s < 0 and n > 1 for n, s in zip(x.shape, strides)):
+        return False
+    dense = int(np.prod([n for n, s in zip(x.shape, strides) if s > 0], dtype=np.int64))
+    return x.size == 0 or dense == data_size(x)
 
 
 def buffer_view(x: np.ndarray) -> np.ndarray:
@@ -104,6 +123,26 @@ def collapse_contiguous_dims(shape, strides: list[list[int]], size_cap: int = IN
     if len(shape) and not out_shape:
         out_shape = [1]
         out_strides = [[0] for _ in strides]
+    return out_shape, out_strides
+
+
+def collapse_dims(shape, strides, size_cap: int = INT32_MAX) -> tuple[list[int], list[int]]:
+    """MLX's one-stride-list ``collapse_contiguous_dims``: the first dim is always kept, later
+    dims of size 1 are skipped, and a dim merges into the previous one when it is contiguous
+    with it (no dims in, no dims out)."""
+    out_shape: list[int] = []
+    out_strides: list[int] = []
+    for i, (n, st) in enumerate(zip(shape, strides)):
+        if i == 0:
+            out_shape, out_strides = [n], [st]
+        elif n == 1:
+            continue
+        elif st * n != out_strides[-1] or out_shape[-1] * n > size_cap:
+            out_shape.append(n)
+            out_strides.append(st)
+        else:
+            out_shape[-1] *= n
+            out_strides[-1] = st
     return out_shape, out_strides
 
 

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .affine import Quantized
-from .device import DEFAULT_GPU, GPU
-from .launch import Launch, Plan, type_string
+from .launch import DEFAULT_DEVICE, Launch, Plan, type_string
+from .matmul import Device
 from .layout import broadcast_to, buffer_view, element_strides, is_row_contiguous
 
 SOURCE = "mlx_quantized.metal"
@@ -65,11 +65,11 @@ def qmv_fast_block(bits: int) -> int:
     return pack_factor(bits) * (1 if bits == 2 else 2) * 32
 
 
-def vector_limit(gpu: GPU, K: int, N: int) -> int:
+def vector_limit(device: Device, K: int, N: int) -> int:
     """From how many rows of x a transposed-weight product uses a matrix-matrix kernel
     (``get_qmv_batch_limit``): per generation and size class, by whether K and N fit in
     2048 or 4096."""
-    gen, size = gpu.generation, gpu.size_class
+    gen, size = device.generation, device.letter
     small, medium = K <= 2048 and N <= 2048, K <= 4096 and N <= 4096
     pick = lambda s, m, rest: s if small else m if medium else rest  # noqa: E731
     if gen >= 17 and size != "d":
@@ -103,23 +103,23 @@ class Problem:
 
 
 def choose_kernel(problem: Problem, *, transpose: bool, bits: int, group_size: int,
-                  gpu: GPU = DEFAULT_GPU) -> str:
+                  device: Device = DEFAULT_DEVICE) -> str:
     """The affine kernel MLX runs: qmv_quad, qmv_wide, qmv_fast, qmv, qvm, qvm_split_k,
     qmm_t, qmm_t_splitk, qmm_t_nax or qmm_n. (With MLX_ENABLE_TF32=0, not modelled, float32
     would skip the NAX kernel.)"""
     M, N, K = problem.M, problem.N, problem.K
-    limit = vector_limit(gpu, K, N) if transpose else 4
+    limit = vector_limit(device, K, N) if transpose else 4
     if M >= limit:
         if transpose and problem.batch == 1 and _qmm_split(M, N, K, group_size) > 1:
             return "qmm_t_splitk"
         # MLX_ENABLE_TF32 defaults to on, so float32 takes the NAX kernel too
         if transpose:
-            return "qmm_t_nax" if gpu.has_nax and K % 64 == 0 else "qmm_t"
+            return "qmm_t_nax" if device.nax_available and K % 64 == 0 else "qmm_t"
         return "qmm_n"
     if transpose:
         if K in (64, 128) and bits & (bits - 1) == 0:
             return "qmv_quad"
-        if M >= 2 and gpu.generation >= 15:
+        if M >= 2 and device.generation >= 15:
             return "qmv_wide"
         return "qmv_fast" if N % 8 == 0 and K % qmv_fast_block(bits) == 0 else "qmv"
     return "qvm" if K < 1024 else "qvm_split_k"
@@ -136,7 +136,7 @@ def _i32(x):
     return np.array(x, dtype=np.int32)
 
 
-def plan(x: np.ndarray, w: Quantized, *, transpose: bool = True, gpu: GPU = DEFAULT_GPU) -> Plan:
+def plan(x: np.ndarray, w: Quantized, *, transpose: bool = True, device: Device = DEFAULT_DEVICE) -> Plan:
     """Plan ``mx.quantized_matmul(x, wq, scales, biases, transpose, group_size, bits)``.
 
     ``x`` is (…, M, K); ``w`` holds W as N × K (transpose) or K × N, quantized along its last
@@ -162,7 +162,8 @@ def plan(x: np.ndarray, w: Quantized, *, transpose: bool = True, gpu: GPU = DEFA
     M = x.size // K if non_batched else x.shape[-2]
     out = np.zeros((*x.shape[:-1], N), dtype=dtype)
     B = out.size // (M * N)
-    kernel = choose_kernel(Problem(M, N, K, B), transpose=transpose, bits=w.bits, group_size=w.group_size, gpu=gpu)
+    kernel = choose_kernel(Problem(M, N, K, B), transpose=transpose, bits=w.bits, group_size=w.group_size,
+                           device=device)
     if kernel in NOT_PLANNED:
         raise NotImplementedError(f"MLX runs {kernel} for this product: {NOT_PLANNED[kernel]}")
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .device import DEFAULT_GPU, GPU
-from .launch import Launch, Plan, type_string
+from .launch import DEFAULT_DEVICE, Launch, Plan, type_string
+from .matmul import Device
 from .layout import broadcast_to, buffer_view, element_strides, is_row_contiguous
 
 SOURCE = "mlx_sdpa_vector.metal"
@@ -90,9 +90,9 @@ def _mask_needs_copy(m: np.ndarray, q_shape) -> bool:
     return not (is_row_contiguous(m) or q_shape[0] == 1 or q_shape[1] == 1 or st[0] == st[1] * sh[1])
 
 
-def blocks_for(gpu: GPU, N: int, n_simds: int) -> int:
+def blocks_for(device: Device, N: int, n_simds: int) -> int:
     """How many key blocks the two-pass kernel splits the sequence into."""
-    size = gpu.size_class
+    size = device.letter
     if size == "s":
         if N > 1024 and n_simds > 4:
             return 128 if N <= 8192 else 256 if N <= 32768 else 512 if N <= 65536 else 1024
@@ -106,9 +106,9 @@ def blocks_for(gpu: GPU, N: int, n_simds: int) -> int:
     return 64 if n_simds >= 4 else 32
 
 
-def uses_two_pass(gpu: GPU, n_q_heads: int, n_kv_heads: int, N: int) -> bool:
+def uses_two_pass(device: Device, n_q_heads: int, n_kv_heads: int, N: int) -> bool:
     """Large devices split sequences of 1024 keys or more; any device splits GQA at 4096."""
-    return (gpu.size_class in "ds" and N >= 1024) or (n_kv_heads < n_q_heads and N >= 4096)
+    return (device.letter in "ds" and N >= 1024) or (n_kv_heads < n_q_heads and N >= 4096)
 
 
 def _strides(x: np.ndarray) -> tuple[int, int]:
@@ -118,7 +118,7 @@ def _strides(x: np.ndarray) -> tuple[int, int]:
 
 
 def plan(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, mask=None, sinks=None,
-         gpu: GPU = DEFAULT_GPU) -> Plan:
+         device: Device = DEFAULT_DEVICE) -> Plan:
     """Plan ``mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=mask, sinks=sinks)``
     for q (B, n_q_heads, L ≤ 8, D), k (B, n_kv_heads, N, D), v (B, n_kv_heads, N, V).
 
@@ -173,7 +173,7 @@ def plan(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, mask=None
                 first + 4: _i32(head)}
 
     common = {0: buffer_view(q), 1: buffer_view(k), 2: buffer_view(v)}
-    if not uses_two_pass(gpu, n_q_heads, n_kv_heads, N):
+    if not uses_two_pass(device, n_q_heads, n_kv_heads, N):
         buffers = {**common, 3: out.reshape(-1), 4: _i32(gqa_factor), 5: _i32(N), 6: _u64(k_head),
                    7: _u64(k_seq), 8: _u64(v_head), 9: _u64(v_seq), 10: np.array(scale, np.float32),
                    **mask_buffers(11)}
@@ -184,7 +184,7 @@ def plan(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, mask=None
 
     gqa_kernel = (not has_mask and not do_causal and sinks is None and L == 1
                   and n_q_heads == GQA_GROUP * n_kv_heads and D == V and D in GQA_HEADS_PER_THREAD and N >= 8192)
-    blocks = blocks_for(gpu, N, gqa_factor * L)
+    blocks = blocks_for(device, N, gqa_factor * L)
     partials = np.zeros((B, n_q_heads, L, blocks, V), dtype=q.dtype)
     sums = np.zeros((B, n_q_heads, L, blocks), dtype=np.float32)
     maxs = np.zeros((B, n_q_heads, L, blocks), dtype=np.float32)

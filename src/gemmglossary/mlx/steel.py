@@ -8,8 +8,9 @@ the parameter structs of ``steel/gemm/params.h`` (pinned wheel). The kernel name
 is our own restatement of those rules for the emulator and the tests; the kernel itself
 is MLX's, compiled from ``kernels/steel_gemm.metal``.
 
-MLX picks BM/BN/BK/WM/WN per device and shape (:func:`.matmul.route`); here the caller
-chooses one of the configurations instantiated in ``kernels/steel_gemm.metal``.
+MLX picks BM/BN/BK/WM/WN per device and shape (:func:`.matmul.route`); :func:`plan` lets the
+caller choose one of the configurations instantiated in ``kernels/steel_gemm.metal``, and
+:func:`plan_fused` is the dispatch itself for any configuration, swizzle and the NAX variant.
 """
 
 from __future__ import annotations
@@ -20,26 +21,25 @@ import numpy as np
 
 from ..paths import kernels_dir, vendor_dir
 from . import matmul
+from .launch import type_to_name
 from .layout import broadcast_to, buffer_view, check_transpose, collapse_batches
 
-#: ``struct GEMMParams`` of steel/gemm/params.h, laid out as the Metal compiler does
-#: (natural alignment: the int64 strides start on an 8-byte boundary).
-GEMM_PARAMS = np.dtype(
-    [("M", "<i4"), ("N", "<i4"), ("K", "<i4"),
-     ("lda", "<i4"), ("ldb", "<i4"), ("ldd", "<i4"),
-     ("tiles_n", "<i4"), ("tiles_m", "<i4"),
-     ("batch_stride_a", "<i8"), ("batch_stride_b", "<i8"), ("batch_stride_d", "<i8"),
-     ("swizzle_log", "<i4"), ("gemm_k_iterations_aligned", "<i4"), ("batch_ndim", "<i4")],
-    align=True,
-)
 
-#: ``struct GEMMAddMMParams`` of steel/gemm/params.h.
-GEMM_ADDMM_PARAMS = np.dtype(
-    [("ldc", "<i4"), ("fdc", "<i4"), ("batch_stride_c", "<i8"), ("alpha", "<f4"), ("beta", "<f4")],
-    align=True,
-)
+def _params_structs() -> dict[str, np.dtype]:
+    """Every struct of the pinned steel/gemm/params.h, laid out as the Metal compiler does
+    (read from the header, so the layout is said once: there)."""
+    from ..msl.declarations import struct_dtypes
+    from ..vendor import MLX_KERNELS_SUBPATH, ensure
 
-TYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
+    header = ensure() / MLX_KERNELS_SUBPATH / "steel" / "gemm" / "params.h"
+    return struct_dtypes(header.read_text(), str(header))
+
+
+_STRUCTS = _params_structs()
+#: ``struct GEMMParams``, ``struct GEMMAddMMParams`` and ``struct GEMMSpiltKParams`` (MLX's spelling).
+GEMM_PARAMS = _STRUCTS["GEMMParams"]
+GEMM_ADDMM_PARAMS = _STRUCTS["GEMMAddMMParams"]
+GEMM_SPLITK_PARAMS = _STRUCTS["GEMMSpiltKParams"]
 
 #: (BM, BN, BK, WM, WN) configurations instantiated in kernels/steel_gemm.metal.
 CONFIGS = ((32, 32, 16, 2, 2), (64, 64, 16, 2, 2))
@@ -67,19 +67,31 @@ class SteelLaunch:
 
 def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0,
          beta: float = 0.0, config: tuple[int, int, int, int, int] = CONFIGS[0]) -> SteelLaunch:
-    """Plan D = alpha·(A @ B) + beta·C with MLX's steel ``gemm``.
+    """Plan D = alpha·(A @ B) + beta·C with MLX's steel ``gemm`` and one of the configurations
+    kernels/steel_gemm.metal instantiates (its ``swizzle_log`` is MLX's regular one).
 
     ``a`` is (..., M, K) and ``b`` (..., K, N), either row- or column-contiguous in their
     last two dims (a transposed view selects the ``t`` kernels, as in MLX); batch dims
     broadcast. ``c`` (optional) broadcasts to (..., M, N).
     """
-    if a.dtype != b.dtype or a.dtype not in TYPE_NAMES:
-        raise TypeError(f"A and B must both be float32 or float16, got {a.dtype} and {b.dtype}")
     if config not in CONFIGS:
         raise ValueError(f"config {config} is not instantiated in {source_path()}; choose one of {CONFIGS}")
+    M, N = a.shape[-2], b.shape[-1]
+    return plan_fused(a, b, c, alpha=alpha, beta=beta, config=matmul.TileConfig(*config),
+                      swizzle_log=matmul.regular_swizzle_log(-(-M // config[0])))
+
+
+def plan_fused(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0,
+               beta: float = 0.0, config: matmul.TileConfig, swizzle_log: int, nax: bool = False) -> SteelLaunch:
+    """The dispatch of a fused steel kernel (``steel_gemm_fused``, or with ``nax`` its NAX
+    variant, which takes the same buffers, GEMMParams and function constants) for any tile
+    ``config`` and ``swizzle_log``; the caller picks both (see :mod:`.matmul`)."""
+    if a.dtype != b.dtype:
+        raise TypeError(f"A and B must share one dtype, got {a.dtype} and {b.dtype}")
+    tname = type_to_name(a.dtype)
     if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
         raise ValueError(f"cannot multiply shapes {a.shape} and {b.shape}")
-    bm, bn, bk, wm, wn = config
+    bm, bn, bk, wm, wn = config.as_tuple
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], () if c is None else c.shape[:-2])
     a_b = broadcast_to(a, (*batch, M, K))
@@ -98,7 +110,6 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     has_batch = len(batch_shape) > 1
     do_axpby = use_out_source and (alpha != 1.0 or beta != 1.0)
     tn, tm = -(-N // bn), -(-M // bm)
-    swizzle_log = matmul.regular_swizzle_log(tm)
 
     params = np.zeros((), dtype=GEMM_PARAMS)
     params["M"], params["N"], params["K"] = M, N, K
@@ -125,10 +136,9 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
         buffers[2] = buffer_view(c_b)
         buffers[5] = addmm
 
-    tname = TYPE_NAMES[a.dtype]
     threadgroups, threads = matmul.fused_grid(M, N, batch_size, config, swizzle_log)
     return SteelLaunch(
-        host_name=matmul.fused_kernel_name(transpose_a, transpose_b, tname, tname, config),
+        host_name=matmul.fused_kernel_name(transpose_a, transpose_b, tname, tname, config, nax),
         function_constants={10: has_batch, 100: use_out_source, 110: do_axpby,
                             200: M % bm == 0, 201: N % bn == 0, 202: K % bk == 0},
         buffers=buffers,
