@@ -1,0 +1,127 @@
+"""``gemmglossary exercise list|start|show|check``.
+
+Exit status of ``check``: 0 the kernel passes every case; 1 it does not (the report says
+why, with a hint); 2 bad input (unknown exercise, missing file, unusable backend), one
+line on stderr. ``build_parser`` fills a given argparse parser, for a command tree that
+attaches subcommands; ``main`` runs standalone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import warnings
+
+from . import hints, spec, workspace
+from .checker import CheckError, check
+
+STATES = {"solved": "solved", "failing": "failing", "changed": "changed", "unchecked": "started", "not started": "-"}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        raise CheckError(message)
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    p = parser or _Parser(prog="gemmglossary exercise")
+    p.description = "Exercises: write the kernel yourself, checked against numpy on the GPU or the emulator."
+    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    ls = sub.add_parser("list", help="every exercise, in order, and which you solved")
+    ls.add_argument("--check", action="store_true", help="re-check every started exercise first")
+    st = sub.add_parser("start", help="copy an exercise's skeleton into your exercises folder")
+    st.add_argument("name")
+    st.add_argument("--body", action="store_true", help="the mx.fast.metal_kernel form (a body only)")
+    st.add_argument("--force", action="store_true", help="overwrite your copy with the skeleton")
+    sh = sub.add_parser("show", help="print the statement and hints")
+    sh.add_argument("name")
+    ck = sub.add_parser("check", help="run your kernel against numpy and explain what is wrong")
+    ck.add_argument("name")
+    ck.add_argument("file", nargs="?", help=f"kernel or body to check (default: your copy in "
+                                            f"${workspace.ENV_VAR} or ~/gemmglossary-exercises)")
+    ck.add_argument("--backend", choices=["metal", "emulator"], help="default: automatic / $GEMMGLOSSARY_BACKEND")
+    return p
+
+
+def statement_text(exercise: spec.Exercise) -> str:
+    """statement.md for a terminal: admonitions become labelled paragraphs."""
+    out = []
+    for line in exercise.statement.read_text(encoding="utf-8").splitlines():
+        m = re.match(r'^(\?\?\?\+?|!!!)\s+\w+\s+"([^"]*)"\s*$', line)
+        if m:
+            out.append(f"{m.group(2)}:")
+        elif line.startswith("    "):
+            out.append("  " + line[4:])
+        else:
+            out.append(line)
+    return "\n".join(out).strip() + "\n"
+
+
+def _check_one(exercise, path, backend) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        report = check(exercise, path, backend_name=backend)
+    print(report.text())
+    try:
+        workspace.record(exercise, path, report.passed, report.backend)
+    except workspace.WorkspaceError as exc:
+        print(f"(not recorded: {exc})")
+    return 0 if report.passed else 1
+
+
+def run(args) -> int:
+    if args.action == "list":
+        rows = []
+        for e in spec.all_exercises():
+            if args.check:
+                mine = workspace.learner_file(e)
+                if mine is not None:
+                    report = check(e, mine)
+                    workspace.record(e, mine, report.passed, report.backend)
+            s = workspace.status(e)
+            rows.append((e.name, STATES[s.state], e.title, ", ".join(e.entries)))
+        width = max(len(r[0]) for r in rows)
+        print(f"{'exercise':<{width}}  {'status':<8}  title")
+        for name, state, title, _entries in rows:
+            print(f"{name:<{width}}  {state:<8}  {title}")
+        print(f"\nYour copies and results: {workspace.folder()}. Start one with "
+              "`gemmglossary exercise start NAME`.")
+        return 0
+    exercise = spec.find(args.name)
+    if args.action == "show":
+        print(statement_text(exercise), end="")
+        print(f"\nStart: gemmglossary exercise start {exercise.name}"
+              + (f"   (or --body for the mx.fast.metal_kernel form)" if exercise.body else ""))
+        print(f"Check: gemmglossary exercise check {exercise.name}")
+        return 0
+    if args.action == "start":
+        target = workspace.start(exercise, body=args.body, force=args.force)
+        print(f"Copied {hints.shown(exercise.body.skeleton if args.body else exercise.skeleton)} to {target}")
+        print(f"Read the statement:  gemmglossary exercise show {exercise.name}")
+        print(f"Check your kernel:   gemmglossary exercise check {exercise.name}")
+        return 0
+    path = args.file
+    if path is None:
+        path = workspace.learner_file(exercise)
+        if path is None:
+            raise CheckError(f"you have no copy of {exercise.name} yet: run `gemmglossary exercise start "
+                             f"{exercise.name}`, or give the file to check")
+    return _check_one(exercise, path, args.backend)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0 if argv else 2
+    try:
+        return run(parser.parse_args(argv))
+    except (CheckError, spec.SpecError, workspace.WorkspaceError) as exc:
+        print(f"gemmglossary exercise: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
