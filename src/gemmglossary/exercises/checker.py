@@ -47,8 +47,8 @@ class Report:
 
     def text(self) -> str:
         form = "an mx.fast.metal_kernel body" if self.form == "body" else "a kernel"
-        out = [f"Exercise {self.exercise.name} ({self.exercise.title}): checking {hints.shown(self.path)} as "
-               f"{form} on the {self.backend}"]
+        out = [hints.wrap(f"Exercise {self.exercise.name} ({self.exercise.title}): checking "
+                          f"{hints.shown(self.path)} as {form} on the {self.backend}")]
         width = max((len(r.label) for r in self.runs), default=0)
         for r in self.runs:
             out.append(f"  {'ok  ' if r.ok else 'FAIL'}  {r.label:<{width}}  {r.dispatch}")
@@ -56,7 +56,8 @@ class Report:
             out += ["", self.problem.text()]
         if self.todo_lines:
             shown = ", ".join(str(n) for n in self.todo_lines)
-            out += ["", f"Still marked {TODO_MARK} in {hints.shown(self.path)}: line{'s' if len(self.todo_lines) > 1 else ''} {shown}."]
+            out += ["", hints.wrap(f"Still marked {TODO_MARK} in {hints.shown(self.path)}: "
+                                   f"line{'s' if len(self.todo_lines) > 1 else ''} {shown}.")]
         passed = sum(r.ok for r in self.runs)
         out.append("")
         if self.passed:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,14 +23,27 @@ from .spec import Exercise
 BARRIER = "threadgroup_barrier(mem_flags::mem_threadgroup)"
 
 
+#: Reports are wrapped for a terminal (and for the site's transcripts).
+WIDTH = 76
+
+
+def wrap(line: str, width: int = WIDTH) -> str:
+    """One report line wrapped at ``width``, continuation lines indented under their first."""
+    indent = len(line) - len(line.lstrip(" "))
+    more = " " * (indent + 2)
+    return textwrap.fill(line, width, subsequent_indent=more, break_long_words=False, break_on_hyphens=False)
+
+
 @dataclass
 class Problem:
     kind: str  # one of spec.PROBLEM_KINDS
     title: str  # one line
     lines: list = field(default_factory=list)  # what happened, then what to do
 
-    def text(self) -> str:
-        return "\n".join([self.title, *self.lines])
+    def text(self, width: int = WIDTH) -> str:
+        return "\n".join(wrap(line, width) for line in [self.title, *self.lines])
+
+
 
 
 def shown(path: str | Path) -> str:
