@@ -2,13 +2,11 @@
 
 Exit status of ``check``: 0 the kernel passes every case; 1 it does not (the report says
 why, with a hint); 2 bad input (unknown exercise, missing file, unusable backend), one
-line on stderr. ``build_parser`` fills a given argparse parser, for a command tree that
-attaches subcommands; ``main`` runs standalone.
+line on stderr. ``register`` adds the command to the ``gemmglossary`` tree.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import warnings
@@ -19,35 +17,33 @@ from .checker import CheckError, check
 STATES = {"solved": "solved", "failing": "failing", "changed": "changed", "unchecked": "started", "not started": "-"}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
-        raise CheckError(message)
+def register(subparsers) -> None:
+    """Add ``exercise`` to the ``gemmglossary`` command tree (see :mod:`gemmglossary.cli`)."""
+    from ..cli import subparser
 
-
-def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    p = parser or _Parser(prog="gemmglossary exercise")
-    p.description = "Exercises: write the kernel yourself, checked against numpy on the GPU or the emulator."
-    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    ls = sub.add_parser("list", help="every exercise, in order, and which you solved")
+    p = subparser(subparsers, "exercise", help="exercises: write the kernel yourself, checked against numpy",
+                  epilog="exit status of check: 0 solved; 1 a problem (the report says which); 2 bad input")
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ls = subparser(sub, "list", help="every exercise, in order, and which you solved")
     ls.add_argument("--check", action="store_true", help="re-check every started exercise first")
-    st = sub.add_parser("start", help="copy an exercise's skeleton into your exercises folder")
+    st = subparser(sub, "start", help="copy an exercise's skeleton into your exercises folder")
     st.add_argument("name")
     st.add_argument("--body", action="store_true", help="the mx.fast.metal_kernel form (a body only)")
     st.add_argument("--force", action="store_true", help="overwrite your copy with the skeleton")
-    sh = sub.add_parser("show", help="print the statement and hints")
+    sh = subparser(sub, "show", help="print the statement and hints")
     sh.add_argument("name")
-    ck = sub.add_parser("check", help="run your kernel against numpy and explain what is wrong")
+    ck = subparser(sub, "check", help="run your kernel against numpy and explain what is wrong")
     ck.add_argument("name")
     ck.add_argument("file", nargs="?", help=f"kernel or body to check (default: your copy in "
                                             f"${workspace.ENV_VAR} or ~/gemmglossary-exercises)")
     ck.add_argument("--backend", choices=["metal", "emulator"], help="default: automatic / $GEMMGLOSSARY_BACKEND")
-    return p
+    p.set_defaults(func=_run)
 
 
 def statement_text(exercise: spec.Exercise) -> str:
-    """statement.md for a terminal: admonitions become labelled paragraphs."""
+    """The statement for a terminal: admonitions become labelled paragraphs."""
     out = []
-    for line in exercise.statement.read_text(encoding="utf-8").splitlines():
+    for line in exercise.statement().splitlines():
         m = re.match(r'^(\?\?\?\+?|!!!)\s+\w+\s+"([^"]*)"\s*$', line)
         if m:
             out.append(f"{m.group(2)}:")
@@ -70,6 +66,14 @@ def _check_one(exercise, path, backend) -> int:
     return 0 if report.passed else 1
 
 
+def _run(args) -> int:
+    try:
+        return run(args)
+    except (CheckError, spec.SpecError, workspace.WorkspaceError) as exc:
+        print(f"gemmglossary exercise: {exc}", file=sys.stderr)
+        return 2
+
+
 def run(args) -> int:
     if args.action == "list":
         rows = []
@@ -90,6 +94,7 @@ def run(args) -> int:
         return 0
     exercise = spec.find(args.name)
     if args.action == "show":
+        print(f"Exercise {exercise.name}: {exercise.title}\n")
         print(statement_text(exercise), end="")
         print(f"\nStart: gemmglossary exercise start {exercise.name}"
               + (f"   (or --body for the mx.fast.metal_kernel form)" if exercise.body else ""))
@@ -111,16 +116,10 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    if not argv or argv[0] in ("-h", "--help"):
-        parser.print_help()
-        return 0 if argv else 2
-    try:
-        return run(parser.parse_args(argv))
-    except (CheckError, spec.SpecError, workspace.WorkspaceError) as exc:
-        print(f"gemmglossary exercise: {exc}", file=sys.stderr)
-        return 2
+    """``gemmglossary exercise ARGV...``."""
+    from ..cli import run_command
+
+    return run_command("exercise", argv)
 
 
 if __name__ == "__main__":

@@ -121,8 +121,8 @@ def binding(exercise: Exercise, case: Case, bound: dict) -> tuple[list | dict, d
         conv = KERNELS[exercise.convention]
         s = case.scope
         d = conv.dispatch(s["M"], s["N"], s["K"], dict(case.defines))
-        positional = conv.buffers(bound["A"], bound["B"], bound["C"], s["alpha"], s["beta"])
-        return positional, {"threadgroups": d.threadgroups}, d.threads_per_threadgroup
+        args = conv.arguments(bound["A"], bound["B"], bound["C"], alpha=s["alpha"], beta=s["beta"])
+        return args, {"threadgroups": d.threadgroups}, d.threads_per_threadgroup
     d = exercise.dispatch
     tpg = expressions.triple(d.threads_per_threadgroup, case.scope)
     if d.threadgroups is not None:

@@ -7,8 +7,8 @@ the exercise's folder, so a new exercise is a new folder:
   reference, the awkward shapes ("cases"), the tolerance, and typical mistakes;
 - a skeleton (the parts to write marked ``TODO(exercise)``) and a reference solution,
   named in the TOML (the solution may be a first-party kernel in ``kernels/``);
-- ``statement.md``: what to compute, the dispatch, the shapes, hints (shown by
-  ``gemmglossary exercise show`` and included by the exercise's page on the site).
+- its page, ``docs/exercises/<name>.md``, whose first section is the statement: what to
+  compute, the dispatch, the shapes, hints (``gemmglossary exercise show`` prints it).
 
 The keys are documented in ``exercises/README.md``. Every problem in a description is
 raised as :class:`SpecError` naming the file and the key.
@@ -118,9 +118,15 @@ class Exercise:
     body: Body | None
     mistakes: tuple
 
-    @property
-    def statement(self) -> Path:
-        return self.folder / "statement.md"
+    def statement(self) -> str:
+        """The statement: the page's text between its title and its first ``##`` section."""
+        lines = self.page.read_text(encoding="utf-8").splitlines()
+        body = []
+        for line in lines[1:] if lines and lines[0].startswith("# ") else lines:
+            if line.startswith("## "):
+                break
+            body.append(line)
+        return "\n".join(body).strip() + "\n"
 
     @property
     def page(self) -> Path:
@@ -130,8 +136,14 @@ class Exercise:
         return next((b for b in self.buffers if b.name == name), None)
 
     def variables(self, case: dict, defines: dict) -> dict:
-        """Constants, then the variant's defines, then the case, then the derived values."""
-        scope = {**self.constants, **{k: _number(v) for k, v in defines.items()}, **case}
+        """The convention kernel's constants (built with the defines), this description's
+        constants, the variant's defines, the case, then the derived values."""
+        scope = {}
+        if self.convention is not None:
+            from ..kernels import KERNELS
+
+            scope.update(KERNELS[self.convention].constants(dict(defines)).values)
+        scope.update({**self.constants, **{k: _number(v) for k, v in defines.items()}, **case})
         for key, text in self.derived.items():
             scope[key] = expressions.evaluate(text, scope)
         return scope
@@ -293,7 +305,7 @@ def load(folder: Path) -> Exercise:
                 raise r.fail(key, f"comes from the convention {convention!r}; give one or the other")
         conv = KERNELS[convention]
         buffers = _convention_buffers(conv)
-        constants = {**{k: int(v) for k, v in conv.defaults.items()}, "alpha": 1.0, "beta": 0.0, **constants}
+        constants = {"alpha": 1.0, "beta": 0.0, **constants}
         dispatch = None
         default_reference = {"C": "alpha * (A @ B) + (beta * C if beta != 0 else 0)" if conv.alpha_beta
                              else "A @ B"}
@@ -359,7 +371,9 @@ def load(folder: Path) -> Exercise:
                     r.path_in(folder, w + "skeleton", r.get(bt, "skeleton", w, str)),
                     r.path_in(folder, w + "solution", r.get(bt, "solution", w, str)))
 
-    r.path_in(folder, "statement", "statement.md")
+    page = paths.docs_dir() / "exercises" / f"{folder.name}.md"
+    if not page.is_file():
+        raise r.fail("(page)", f"no page {_shown(page)}: its first section is the exercise's statement")
     return Exercise(
         name=folder.name, folder=folder, title=r.get(data, "title", "", str), order=r.get(data, "order", "", int),
         entries=tuple(r.get(data, "entries", "", list, [])), kernel=r.get(data, "kernel", "", str),
