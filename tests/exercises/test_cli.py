@@ -87,7 +87,7 @@ def test_a_workspace_inside_the_repository_is_refused(monkeypatch, capsys):
 
 def test_a_kernel_file_for_an_exercise_without_a_body_form(ws, capsys):
     body = spec.find(NAME).body.solution
-    assert cli.main(["exercise", "check", "barriers", str(body)]) == 1
+    assert cli.main(["exercise", "check", "cooperative_load", str(body)]) == 1
     assert "declares no kernel function" in _flat(capsys.readouterr().out)
 
 

@@ -132,41 +132,48 @@ def race(f: facts_mod.Facts, source: Source, diagnostic) -> Problem:
     if now is None or before is None:
         return Problem("race", f"Data race on {element} in threadgroup {tg}", facts_lines + [
             f"Hint: put a {BARRIER}; between the two accesses, where every thread of the threadgroup reaches it."])
-    fence = [n for n in _barrier_lines(source, min(now, before), max(now, before))
-             if "mem_none" not in source.lines[n - 1]]
-    weak = [n for n in _barrier_lines(source, min(now, before), max(now, before))
-            if "mem_none" in source.lines[n - 1]]
+    lo, hi = min(now, before), max(now, before)
+    fence = [n for n in _barrier_lines(source, lo, hi) if "mem_none" not in source.lines[n - 1]]
+    weak = [n for n in _barrier_lines(source, lo, hi) if "mem_none" in source.lines[n - 1]]
+    lines_of = {f.other_access: before, f.access: now}
+    wl, rl = lines_of.get("write", now), lines_of.get("read", before)
+    at = structure.placement("\n".join(source.lines), lo, hi)
     if now == before:
         hazard, hint = "two threads, one element", (
             f"Hint: both accesses are at line {now}: two threads use the same element where each should have "
             f"its own. A barrier cannot fix this; check the index at line {now} (does it depend on the thread's "
             "position the way it should?).")
-    elif before < now and not fence:
-        hazard = "read after write" if (f.other_access, f.access) == ("write", "read") else "within one step"
-        at = structure.placement("\n".join(source.lines), before, now)
-        hint = (f"Hint: add {BARRIER}; after line {at.first_last} and before line {at.second} "
-                f"(`{source.text(at.second)}`): every thread must have finished line {before} before any "
-                f"thread runs line {now}; the tile must be complete before anyone reads it. Put it where every "
-                "thread of the threadgroup reaches it, not inside an `if`.")
-    else:
-        # Line `now` runs again after line `before` only on the next trip round a loop: either it comes
-        # first in the file, or a barrier already separates the two within one step.
-        hazard = "write after read, across two steps of the loop"
-        why = (f"line {now} comes before line {before} in the file" if before > now else
-               f"the barrier at line {fence[0]} already separates them within one step")
-        lines_of = {f.access: now, f.other_access: before}
-        wl, rl = lines_of.get("write", now), lines_of.get("read", before)
-        at = structure.placement("\n".join(source.lines), min(now, before), max(now, before))
-        if at.loop is not None:
-            where = (f"at the end of the body of the loop at line {at.loop.head_line} "
-                     f"(`{source.text(at.loop.head_line)}`): after line {at.second_last}, before its closing "
-                     f"brace at line {at.loop.close_line}")
+    elif not fence:
+        # Nothing between the two lines orders them, whichever thread got there first.
+        if f.access == f.other_access or wl < rl:
+            # Writes first: the barrier goes as late as it can, just before the statement that reads,
+            # so that it also covers the other writes of the same step above it.
+            hazard = "two writes" if f.access == f.other_access else "read after write"
+            why = ("the tile must be complete before anyone reads it" if hazard == "read after write" else
+                   f"every thread must have finished line {lo} before any thread runs line {hi}")
+            where = (f"just before line {at.second} (`{source.text(at.second)}`), after the writes above it "
+                     f"(line {lo} is one)")
         else:
-            where = f"after line {max(now, before)}"
-        hint = (f"Hint: {why}, so the two accesses belong to different steps of the loop: nothing stops a thread "
-                f"that is done with this step from going round the loop and writing the tile at line {wl} while "
-                f"another thread is still reading it at line {rl}. Add {BARRIER}; {where}, so no thread starts "
-                "the next step's loads before every thread has finished reading this step's tiles.")
+            hazard, why = "write after read", "every thread must be done reading before anyone overwrites"
+            where = f"right after line {at.first_last}, where the reads end, and before line {hi}"
+        hint = (f"Hint: add {BARRIER}; {where}: {why}. Nothing between line {lo} and line {hi} makes one "
+                "thread wait for another. Put it where every thread of the threadgroup reaches it, not inside "
+                "an `if`.")
+    elif at.loop is not None:
+        # The two lines are already separated within one step: the race spans two trips round the loop.
+        hazard = "write after read, across two steps of the loop"
+        hint = (f"Hint: the barrier at line {fence[0]} already separates line {lo} from line {hi} within one "
+                f"step, so the race is between two steps of the loop at line {at.loop.head_line} "
+                f"(`{source.text(at.loop.head_line)}`): nothing stops a thread that is done with this step from "
+                f"going round the loop and writing the tile at line {wl} while another thread is still reading "
+                f"it at line {rl}. Add {BARRIER}; at the end of the loop's body, after line {at.second_last}, "
+                f"before its closing brace at line {at.loop.close_line}, so no thread starts the next step's "
+                "loads before every thread has finished reading this step's tiles.")
+    else:
+        hazard = "a barrier that does not order them"
+        hint = (f"Hint: the barrier at line {fence[0]} stands between line {lo} and line {hi}, yet it did not "
+                "order them: every thread of the threadgroup must reach that same barrier (not inside an `if`, "
+                "no early `return` before it).")
     p = Problem("race", f"Data race on {element} ({hazard}) in threadgroup {tg}", facts_lines + [hint])
     for n in weak:
         p.lines.append(f"  The barrier at line {n} has mem_flags::mem_none: it waits, but orders no threadgroup "
