@@ -109,3 +109,17 @@ def test_pytest_on_the_exercise_folder(ws):
     assert "No element of C was written" in _flat(failed.stdout) and "Traceback" not in failed.stdout
     passed = _pytest([folder, "--exercise-file", str(spec.find(NAME).solution)], ws)
     assert passed.returncode == 0 and "1 passed" in passed.stdout, passed.stdout + passed.stderr
+
+
+def test_a_kernel_that_does_not_compile_or_is_renamed(ws, capsys):
+    solution = spec.find(NAME).solution.read_text()
+    broken = ws.parent / "broken.metal"
+    broken.write_text(solution.replace("const uint row = pos.y;", "const uint row = pos.y"))
+    assert cli.main(["exercise", "check", NAME, str(broken)]) == 1
+    out = _flat(capsys.readouterr().out)
+    assert "The kernel does not compile" in out and "broken.metal:32" in out and "fix the first error" in out
+    renamed = ws.parent / "renamed.metal"
+    renamed.write_text(solution.replace("kernel void scale_add(", "kernel void my_scale_add("))
+    assert cli.main(["exercise", "check", NAME, str(renamed)]) == 1
+    out = _flat(capsys.readouterr().out)
+    assert "no kernel named 'scale_add'" in out and "keep the name" in out

@@ -273,9 +273,11 @@ def diagnostic_problem(diagnostic, exercise: Exercise, launch: Launch | None, so
         return warning(f, source, diagnostic)
     message = _message(diagnostic, source)
     if f.kind == "compile":
+        hint = ("Hint: fix the first error first; the later ones often follow from it." if "no kernel named"
+                not in message else f"Hint: the checker runs the kernel `{exercise.kernel}`; keep the name (and "
+                "the signature) of the skeleton.")
         return Problem("compile", "The kernel does not compile", [
-            "  " + line for line in message.splitlines()[:12]] + [
-            "Hint: fix the first error first; the later ones often follow from it."])
+            "  " + line for line in message.splitlines()[:12]] + [hint])
     if f.kind == "barrier":
         where = ", ".join(source.where(s) for s in f.sites) or "the barrier"
         return Problem("barrier", f"Barrier misuse at {where}", ["  " + message, (
@@ -295,8 +297,8 @@ def diagnostic_problem(diagnostic, exercise: Exercise, launch: Launch | None, so
             "Hint: a loop whose counter never reaches its bound (a stride of 0, a wrong increment)?"])
     if f.kind == "launch":
         return Problem("launch", "The launch was refused", ["  " + message, (
-            f"Hint: the checker dispatches {launch.dispatch if launch else 'as the statement says'}; the "
-            "kernel must accept exactly that.")])
+            f"Hint: the checker dispatches {launch.dispatch if launch else 'as the statement says'} and binds "
+            "the buffers of the skeleton's signature; the kernel must accept exactly that.")])
     return Problem("crash", "The kernel crashed", ["  " + message])
 
 
