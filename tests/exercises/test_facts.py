@@ -63,3 +63,12 @@ def test_attributes_win_over_the_text():
     f = facts.of(exc)
     assert (f.access, f.memory, f.index, f.site) == ("read", "A", 7, Site("/w/other.metal", 12))
     assert f.length == 660  # not given as an attribute: still read from the text
+
+
+def test_errors_from_outside_the_emulator():
+    class MetalError(RuntimeError):
+        pass
+
+    assert facts.of(MetalError("threadgroup of 256 threads exceeds ...")).kind == "launch"
+    assert facts.of(ValueError("Thread group size (2048) is greater than ...")).kind == "launch"
+    assert facts.of(RuntimeError("something else")).kind == "crash"

@@ -97,6 +97,10 @@ def kind_of(diagnostic) -> str:
     for cls, kind in KINDS:
         if isinstance(diagnostic, cls):
             return kind
+    # Outside the emulator: the Metal backend's MetalError, or the ValueError/TypeError with
+    # which gg.metal_kernel and the GPU path refuse a launch (threadgroup too large, a dtype).
+    if type(diagnostic).__name__ == "MetalError" or isinstance(diagnostic, (ValueError, TypeError)):
+        return "launch"
     return "crash"
 
 
