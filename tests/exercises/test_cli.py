@@ -76,6 +76,7 @@ def test_show_prints_the_statement_and_hints(ws, capsys):
     assert cli.main(["exercise", "show", "barriers"]) == 0
     out = capsys.readouterr().out
     assert "Hint: how many?:" in out and "???" not in out and "gemmglossary exercise check barriers" in out
+    assert "Practises: Barriers." in out and "](" not in out
 
 
 def test_a_workspace_inside_the_repository_is_refused(monkeypatch, capsys):

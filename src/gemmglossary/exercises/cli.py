@@ -41,7 +41,7 @@ def register(subparsers) -> None:
 
 
 def statement_text(exercise: spec.Exercise) -> str:
-    """The statement for a terminal: admonitions become labelled paragraphs."""
+    """The statement for a terminal: admonitions become labelled paragraphs, links their text."""
     out = []
     for line in exercise.statement().splitlines():
         m = re.match(r'^(\?\?\?\+?|!!!)\s+\w+\s+"([^"]*)"\s*$', line)
@@ -51,7 +51,8 @@ def statement_text(exercise: spec.Exercise) -> str:
             out.append("  " + line[4:])
         else:
             out.append(line)
-    return "\n".join(out).strip() + "\n"
+    text = "\n".join(out).strip() + "\n"
+    return re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)  # links: their text only
 
 
 def _check_one(exercise, path, backend) -> int:
