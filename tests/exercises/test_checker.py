@@ -22,6 +22,13 @@ def emulator_backend(monkeypatch):
     monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "emulator")
 
 
+def test_every_kernel_file_of_every_exercise_is_checked_here():
+    """What tests/runtime/test_coverage.py counts as executed (Exercise.kernel_files) is run below."""
+    run_here = ({e.solution for e in EXERCISES} | {e.body.solution for e in EXERCISES if e.body}
+                | {p for p in SKELETONS})
+    assert run_here == {p for e in EXERCISES for p in e.kernel_files}
+
+
 @pytest.mark.parametrize("exercise", EXERCISES, ids=ids)
 def test_reference_solution_passes(exercise):
     report = check(exercise, exercise.solution)
@@ -37,8 +44,10 @@ def test_reference_body_passes_through_metal_kernel(exercise):
     assert report.passed, report.text()
 
 
-@pytest.mark.parametrize("skeleton", [e.skeleton for e in EXERCISES] + [e.body.skeleton for e in EXERCISES if e.body],
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
+SKELETONS = [e.skeleton for e in EXERCISES] + [e.body.skeleton for e in EXERCISES if e.body]
+
+
+@pytest.mark.parametrize("skeleton", SKELETONS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_skeleton_as_shipped_fails_with_a_hint(skeleton):
     exercise = next(e for e in EXERCISES if skeleton in (e.skeleton, e.body and e.body.skeleton))
     report = check(exercise, skeleton)

@@ -25,3 +25,8 @@ def test_comments_and_strings_do_not_count_as_braces():
     src = "void f() {\n  // { not a block\n  for (int i = 0; i < 3; ++i) {\n    a = \"}\";\n    b = 1;\n  }\n}\n"
     at = structure.placement(src, 4, 5)
     assert at.loop.head_line == 3 and at.loop.close_line == 6
+
+
+def test_barrier_calls_in_comments_are_not_barriers():
+    src = "// threadgroup_barrier(mem_flags::mem_threadgroup);\nx = 1; threadgroup_barrier(mem_flags::mem_none);\n"
+    assert structure.call_lines(src, "threadgroup_barrier") == [2]

@@ -22,7 +22,6 @@ from .spec import Exercise
 
 BARRIER = "threadgroup_barrier(mem_flags::mem_threadgroup)"
 
-
 #: Reports are wrapped for a terminal (and for the site's transcripts).
 WIDTH = 76
 
@@ -42,8 +41,6 @@ class Problem:
 
     def text(self, width: int = WIDTH) -> str:
         return "\n".join(wrap(line, width) for line in [self.title, *self.lines])
-
-
 
 
 def shown(path: str | Path) -> str:
@@ -114,8 +111,8 @@ def _message(diagnostic, source: Source) -> str:
 # ---------------------------------------------------------------------------- races
 
 def _barrier_lines(source: Source, lo: int, hi: int) -> list[int]:
-    """Lines strictly between ``lo`` and ``hi`` that call threadgroup_barrier."""
-    return [n for n in range(lo + 1, hi) if "threadgroup_barrier" in source.lines[n - 1]]
+    """Lines strictly between ``lo`` and ``hi`` that call threadgroup_barrier (in code, not comments)."""
+    return [n for n in structure.call_lines("\n".join(source.lines), "threadgroup_barrier") if lo < n < hi]
 
 
 def race(f: facts_mod.Facts, source: Source, diagnostic) -> Problem:

@@ -132,6 +132,13 @@ class Exercise:
     def page(self) -> Path:
         return paths.docs_dir() / "exercises" / f"{self.name}.md"
 
+    @property
+    def kernel_files(self) -> tuple:
+        """Every kernel file of the exercise: skeleton and solution, and their body forms.
+        tests/exercises/test_checker.py runs each through the checker."""
+        files = (self.skeleton, self.solution)
+        return files + ((self.body.skeleton, self.body.solution) if self.body else ())
+
     def buffer(self, name: str) -> Buffer | None:
         return next((b for b in self.buffers if b.name == name), None)
 

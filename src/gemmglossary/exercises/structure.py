@@ -67,6 +67,15 @@ def _head(code, brace: int) -> tuple[int, str | None]:
     return code[brace].line, None
 
 
+def call_lines(source: str, name: str) -> list[int]:
+    """Lines where ``name(`` is called in code (a call in a comment or a string is not one)."""
+    toks = tokenize(source)
+    assign_lines(toks, "<source>")
+    code = [t for t in toks if t.kind not in ("ws", "nl", "comment")]
+    return sorted({t.line for t, after in zip(code, code[1:]) if t.kind == "id" and t.text == name
+                   and after.text == "("})
+
+
 @dataclass(frozen=True)
 class Placement:
     loop: Block | None  # innermost loop holding both lines, if any
