@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "gemmglossary.excerpts.cli",
     "gemmglossary.run",
     "gemmglossary.bench",
+    "gemmglossary.exercises.cli",
 )
 
 EXIT_STATUS = """\

@@ -420,6 +420,9 @@ def excerpt_problems(url: str, blocks: list[dict], entries: list[dict]) -> list[
 def check_excerpts(page, url: str, entries: list[dict]) -> list[str]:
     """Load *url* and compare its excerpt blocks with the lock *entries* of that page."""
     page.goto(url, wait_until="load")
+    # Folded blocks (pymdownx.details, e.g. the exercises' reference solutions) are opened,
+    # as a reader would click them open: a closed block renders no line numbers.
+    page.evaluate("() => document.querySelectorAll('.md-content details').forEach(d => { d.open = true; })")
     return excerpt_problems(url, code_blocks(page), entries)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from gemmglossary import paths
+from gemmglossary.exercises import all_exercises
 from gemmglossary.mlx import steel as mlx_steel
 from gemmglossary.kernels import KERNELS
 from gemmglossary.msl.includes import included_files
@@ -27,6 +28,7 @@ def executed_files() -> set:
     steel = mlx_steel.source_path()
     executed.add(steel.resolve())
     executed |= included_files(steel, mlx_steel.include_dirs())
+    executed |= {p.resolve() for e in all_exercises() for p in e.kernel_files}
     return executed
 
 
