@@ -61,12 +61,14 @@ wrote; out-of-bounds reads allowed by ``oob_reads="warn"``).
 from __future__ import annotations
 
 from .build import stats as build_stats
-from .errors import (BarrierError, CompileError, DataRaceError, EmulatorError, KernelCrash, KernelTimeoutError,
-                     LaunchError, OutOfBoundsError, PortabilityWarning, SimdgroupDivergenceError, TimeoutError_)
+from .errors import (ArgumentTypeError, ArgumentValueError, BarrierError, CompileError, DataRaceError, EmulatorError,
+                     KernelCrash, KernelTimeoutError, LaunchError, OutOfBoundsError, PortabilityWarning,
+                     SimdgroupDivergenceError)
 from .kernel import Kernel, load_kernel
 
 __all__ = [
     "load_kernel", "Kernel", "EmulatorError", "CompileError", "DataRaceError", "BarrierError", "OutOfBoundsError",
-    "SimdgroupDivergenceError", "KernelTimeoutError", "TimeoutError_", "LaunchError", "KernelCrash",
+    "SimdgroupDivergenceError", "KernelTimeoutError", "LaunchError", "ArgumentTypeError", "ArgumentValueError",
+    "KernelCrash",
     "PortabilityWarning", "build_stats",
 ]

@@ -35,12 +35,17 @@ class KernelTimeoutError(EmulatorError):
     """The kernel did not finish within the time bound."""
 
 
-TimeoutError_ = KernelTimeoutError
-
-
 class KernelCrash(EmulatorError):
     """The kernel crashed (segfault, trap, ...); the caller's process survived."""
 
 
 class PortabilityWarning(UserWarning):
     """Behaviour that works on Apple GPUs but that the Metal specification does not promise."""
+
+
+class ArgumentTypeError(LaunchError, TypeError):
+    """An argument's type does not match its kernel parameter (e.g. a float64 array for ``device float*``)."""
+
+
+class ArgumentValueError(LaunchError, ValueError):
+    """An argument's value does not fit its kernel parameter (e.g. -1 for a ``uint``)."""

@@ -1,7 +1,7 @@
 // gemmglossary Metal emulator runtime: fibers, per-threadgroup scheduler, barriers,
 // simd-group rendezvous, diagnostics and process isolation. Original code.
 //
-// Sections, in order: the launch/result structs shared with kernel.py; the context switch
+// Sections, in order: the layout of the structs shared with kernel.py (mslemu_abi.h); the context switch
 // (context_switch.h); this process's run state; reports (message pieces, finish, fail);
 // barriers and simd-group rendezvous; deferred simdgroup multiplies (flush_combine);
 // threadgroup memory and its diagnostics (oob, race, uninit_read); the scheduler
@@ -37,38 +37,31 @@ alignas(64) char zero_block[4096];
 
 using namespace mslemu;
 
-extern "C" {
-struct MslemuResult {
-  int32_t status;
-  int32_t warn;
-  int32_t sig;
-  int32_t pad;
-  char msg[16384];
-  char warn_msg[2048];
-  char oob_msg[4096];
-  int64_t err_tg;
-  char uninit_msg[2048];  // linear index of the threadgroup that failed (-1: none / outside one)
-};
-
-struct MslemuLaunch {
-  uint32_t ntg[3];
-  uint32_t grid[3];
-  uint32_t tptg[3];
-  int32_t dispatch_threads;
-  int32_t schedule;
-  uint64_t seed;
-  double timeout;
-  int32_t race_check;
-  int32_t isolate;
-  void* buf[32];
-  uint64_t buf_size[32];
-  const char* buf_name[32];
-  uint64_t tgm_size[32];
-  void (*entry)(void);
-  MslemuResult* result;
-  int32_t oob_reads;
-  int32_t workers;
-};
+// ------------------------------------------------------------------ the interface with kernel.py
+// MslemuLaunch, MslemuResult and ParamInfo are described in mslemu_abi.h; this table says
+// where the compiler put their fields, so that abi.py can check its reading of the header.
+extern "C" __attribute__((visibility("default"))) const AbiField* mslemu_abi_layout(int* n) {
+#define MSLEMU_PROBE_FIELD(type, name) {#type, #name, offsetof(PROBED, name), sizeof(((PROBED*)nullptr)->name)},
+#define MSLEMU_PROBE_ARRAY(type, name, count) MSLEMU_PROBE_FIELD(type, name)
+  static const AbiField rows[] = {
+    {"struct", "AbiField", 0, sizeof(AbiField)},
+#define PROBED MslemuResult
+    {"struct", "MslemuResult", 0, sizeof(MslemuResult)},
+    MSLEMU_RESULT_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED MslemuLaunch
+    {"struct", "MslemuLaunch", 0, sizeof(MslemuLaunch)},
+    MSLEMU_LAUNCH_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED ParamInfo
+    {"struct", "ParamInfo", 0, sizeof(ParamInfo)},
+    MSLEMU_PARAM_INFO_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+  };
+#undef MSLEMU_PROBE_FIELD
+#undef MSLEMU_PROBE_ARRAY
+  *n = (int)(sizeof rows / sizeof *rows);
+  return rows;
 }
 
 // ------------------------------------------------------------------ context switch
@@ -132,10 +125,6 @@ static std::string th_str(const Fiber* f) {
   if (ctx.cur) m += " (in " + tg_str() + ", " + th_str(ctx.cur) + ")";
   finish(kind, m);
 }
-
-// collective op codes the runtime itself acts on (the others belong to the shim's combine functions)
-static const int OP_MMA = 15;             // a flush of the queued simdgroup matrix multiplies
-static const int OP_SIMD_BARRIER = 100;   // simdgroup_barrier: a rendezvous with nothing to compute
 
 static const char* op_name(int op) {
   static const char* names[] = {"?", "simd_sum", "simd_product", "simd_max", "simd_min", "simd_shuffle", "simd_shuffle_xor",
@@ -510,7 +499,7 @@ const char* mslemu::buffer_name_for(const void* p, const void** lo, const void**
         return tg_regions[i].name;
       }
     }
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) {
       const char* b = (const char*)ctx.buf[i];
       if (!b) continue;
       const char* e = b + ctx.buf_size[i];
@@ -682,7 +671,7 @@ static void reset_threadgroup_memory() {
   ++ctx.tg_gen;
   ctx.arena_used = 0;
   tg_region_count = 0;
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) {
     ctx.tgm[i] = launch->tgm_size[i] ? tg_alloc(launch->tgm_size[i], 16, "threadgroup buffer") : nullptr;
     ctx.tgm_size[i] = launch->tgm_size[i];
   }
@@ -862,7 +851,7 @@ static void bind_launch() {
   ctx.pc_base = so_base;
   ctx.oob_lenient = launch->oob_reads;
   ctx.clock = 1;
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) {
     ctx.buf[i] = launch->buf[i]; ctx.buf_size[i] = launch->buf_size[i]; ctx.buf_name[i] = launch->buf_name[i];
   }
   for (int i = 0; i < 3; ++i) {
@@ -911,7 +900,7 @@ static pid_t raw_fork() {
   return fork();
 }
 
-static const int MAX_WORKERS = 16;
+static const int MAX_WORKERS = 16;  // MslemuLaunch.workers is clamped to this
 
 struct Workers {
   int count = 0;
