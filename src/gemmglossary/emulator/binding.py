@@ -24,6 +24,7 @@ parameter's type, and a value the type cannot hold (a negative ``uint``, 2.5 for
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,8 +112,9 @@ def check_array(arr: np.ndarray, p: dict, info, kernel: str) -> None:
         fix = ""
         want = component_dtype(info.elem_kind, info.lane_size)
         if want is not None and dt.fields is None:
-            fix = (f"; convert it with .astype(np.{want.name}) (for an output, create it as np.{want.name} so that "
-                   f"the results land in your array)")
+            read_only = info.address_space == abi()["AS_CONSTANT"] or re.search(r"\bconst\b", p["type"])
+            fix = f"; convert it with .astype(np.{want.name})" + ("" if read_only else (
+                f" (for an output, create it as np.{want.name} so that the results land in your array)"))
         elif info.elem_kind == a["EK_STRUCT"]:
             fix = "; pass .tobytes() or .view(np.uint8) to bind the bytes as they are"
         raise ArgumentTypeError(
@@ -122,7 +124,12 @@ def check_array(arr: np.ndarray, p: dict, info, kernel: str) -> None:
         raise ArgumentTypeError(
             f"kernel '{kernel}': {_where(p)} has {info.elem_size}-byte elements: a 3-component vector takes the room "
             f"of 4 (the 4th is padding), but the array's last axis has 3; pad it to 4 (np.pad(a, [(0, 0)] * "
-            f"(a.ndim - 1) + [(0, 1)])) or declare the parameter packed_{p['type'].split()[-1].rstrip('*&3 ')}3")
+            f"(a.ndim - 1) + [(0, 1)])) or declare the parameter {_packed_name(p['type'])}")
+
+
+def _packed_name(cxx_type: str) -> str:
+    m = re.search(r"\b([a-z]+)3\b", cxx_type)
+    return f"packed_{m.group(1)}3" if m else "a packed_ type"
 
 
 def _scalar_value(v, dt: np.dtype, p: dict, kernel: str):

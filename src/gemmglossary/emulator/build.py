@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import shimgen
+from .abi import abi
 from .errors import CompileError
 from .rewrite import rewrite
 
@@ -147,7 +148,7 @@ def _is_shim(path: str) -> bool:
     return str(SHIM_DIR) in path or path.endswith("kernel.cpp") or "<built-in>" in path
 
 
-_AS_NAMES = {"1": "device", "2": "constant", "3": "threadgroup"}
+_AS_NAMES = {str(abi()[f"AS_{n.upper()}"]): n for n in ("device", "constant", "threadgroup")}  # mslemu_abi.h
 
 
 def _pretty(ln: str) -> str:

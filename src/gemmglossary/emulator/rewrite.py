@@ -14,8 +14,10 @@ from .abi import abi
 from .errors import CompileError
 from ..msl.lexer import Tok, assign_lines, join, tokenize
 
-ADDRESS_SPACES = {"device": 1, "constant": 2, "threadgroup": 3, "thread": 0,
-                  "threadgroup_imageblock": 0, "ray_data": 0, "object_data": 0}
+# each address-space qualifier and its AddressSpace (mslemu_abi.h); the last three are thread memory here
+ADDRESS_SPACES = {q: abi()[a] for q, a in {
+    "device": "AS_DEVICE", "constant": "AS_CONSTANT", "threadgroup": "AS_THREADGROUP", "thread": "AS_THREAD",
+    "threadgroup_imageblock": "AS_THREAD", "ray_data": "AS_THREAD", "object_data": "AS_THREAD"}.items()}
 STD_ATTRS = {"maybe_unused", "nodiscard", "likely", "unlikely", "fallthrough", "noreturn", "deprecated"}
 BUILTIN_TYPE_WORDS = {"unsigned", "signed", "long", "short", "int", "char", "float", "double", "bool", "void"}
 

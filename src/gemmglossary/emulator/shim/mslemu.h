@@ -91,7 +91,7 @@ MSLEMU_AI void tg_write_n(const void* p, size_t n, const void* pc) {
 }
 
 // ---------------------------------------------------------------- address spaces
-enum { AS_DEVICE = 1, AS_CONSTANT = 2, AS_THREADGROUP = 3 };
+// the AddressSpace enum is in mslemu_abi.h
 
 template <int A, class T> struct ptr;
 // an access outside [lo, hi): through a buffer the launch left unbound, or out of bounds

@@ -72,6 +72,9 @@ enum ElemKind {
   EK_STRUCT = 7    // a struct or class: its bytes, elem_size of them
 };
 
+// the address spaces the shim's checked pointers carry (mslemu::ptr<AS, T>)
+enum AddressSpace { AS_THREAD = 0, AS_DEVICE = 1, AS_CONSTANT = 2, AS_THREADGROUP = 3 };
+
 // MslemuLaunch.schedule
 enum Schedule { SCHED_LOCKSTEP = 0, SCHED_SIMDGROUP_MAJOR = 1, SCHED_RANDOM = 2 };
 
@@ -133,7 +136,7 @@ typedef void (*MslemuEntry)(void);
   FIELD(int32_t, elem_kind)     /* an ElemKind, of the element or of its components */            \
   FIELD(int32_t, is_ref)        /* a reference (constant T&) */                                   \
   FIELD(int32_t, is_ptr)        /* a pointer (device T*) */                                       \
-  FIELD(int32_t, as)            /* its address space: 1 device, 2 constant, 3 threadgroup */      \
+  FIELD(int32_t, address_space) /* an AddressSpace (of a pointer) */                              \
   FIELD(int32_t, lanes)         /* components of a vector or packed vector; 1 otherwise */        \
   FIELD(int32_t, lane_size)     /* bytes of one component */                                      \
   FIELD(int32_t, is_atomic)     /* an atomic<T>: elem_kind and lane_size are T's */

@@ -37,7 +37,7 @@ template <class A> ParamInfo info1(const ParamDesc& d) {
   ParamInfo p{};
   p.kind = d.kind; p.index = d.index; p.gate = d.gate; p.is_ref = std::is_reference_v<A>;
   using E = std::remove_cv_t<typename elem_of<B0>::type>;
-  if constexpr (is_ptr<B0>::value) { p.is_ptr = 1; p.as = B0::address_space; }
+  if constexpr (is_ptr<B0>::value) { p.is_ptr = 1; p.address_space = B0::address_space; }
   if constexpr (std::is_void_v<E>) {
     p.elem_kind = EK_VOID;
   } else {
