@@ -61,7 +61,7 @@ wrote; out-of-bounds reads allowed by ``oob_reads="warn"``).
 from __future__ import annotations
 
 from .build import stats as build_stats
-from .errors import (ArgumentTypeError, ArgumentValueError, BarrierError, CompileError, DataRaceError, EmulatorError,
+from .errors import (ArgumentTypeError, ArgumentValueError, BarrierError, CacheWarning, CompileError, DataRaceError, EmulatorError,
                      KernelCrash, KernelTimeoutError, LaunchError, OutOfBoundsError, PortabilityWarning,
                      SimdgroupDivergenceError)
 from .kernel import Kernel, load_kernel
@@ -69,6 +69,6 @@ from .kernel import Kernel, load_kernel
 __all__ = [
     "load_kernel", "Kernel", "EmulatorError", "CompileError", "DataRaceError", "BarrierError", "OutOfBoundsError",
     "SimdgroupDivergenceError", "KernelTimeoutError", "LaunchError", "ArgumentTypeError", "ArgumentValueError",
-    "KernelCrash",
+    "KernelCrash", "CacheWarning",
     "PortabilityWarning", "build_stats",
 ]

@@ -49,3 +49,7 @@ class ArgumentTypeError(LaunchError, TypeError):
 
 class ArgumentValueError(LaunchError, ValueError):
     """An argument's value does not fit its kernel parameter (e.g. -1 for a ``uint``)."""
+
+
+class CacheWarning(UserWarning):
+    """A damaged entry of the compile cache was found and is being rebuilt."""
