@@ -8,10 +8,10 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from . import cache as _cache
 from . import shimgen
 from .abi import abi
 from .errors import CompileError
@@ -79,7 +79,7 @@ def generated_dir() -> Path:
     d.mkdir(parents=True, exist_ok=True)
     for name, make in shimgen.GENERATED.items():
         if not (d / name).exists():
-            _atomic_write(d / name, make().encode())
+            _cache.atomic_write(d / name, make().encode())
     return d
 
 
@@ -88,26 +88,18 @@ def shim_include_dirs() -> list[Path]:
     return [SHIM_DIR, generated_dir()]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def runtime_object() -> Path:
     cxx, ver = compiler()
     key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(CXXFLAGS)).encode()).hexdigest()[:16]
     out = cache_root() / f"runtime-{key}.o"
-    if out.exists():
+    if _cache.read_file_entry(out):
         return out
     tmp = out.with_name(f".{out.name}.{os.getpid()}")
     r = subprocess.run([cxx, *CXXFLAGS, "-fexceptions", "-I", str(SHIM_DIR), "-c", str(RUNTIME_SRC), "-o", str(tmp)],
                        capture_output=True, text=True)
     if r.returncode:
         raise CompileError("the emulator runtime failed to compile:\n" + r.stderr[-4000:])
-    os.replace(tmp, out)
-    return out
+    return _cache.write_file_entry(out, tmp)
 
 
 def preprocessor_command(include_dirs: list[str], defines: dict | None) -> list[str]:
@@ -220,11 +212,10 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
     key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(CXXFLAGS)]).encode()).hexdigest()[:24]
     d = cache_root() / key
-    so = d / "kernel.so"
-    man = d / "manifest.json"
-    if so.exists() and man.exists():
+    entry = _cache.read_kernel_entry(d)  # verified, or None (a damaged entry is rebuilt, with a warning)
+    if entry:
         stats["cache_hits"] += 1
-        return so, json.loads(man.read_text()), True
+        return (*entry, True)
     rw = rewrite(pre, filename, function_constants, only=None if kernel is None else {kernel})
     manifest = {
         "kernels": {
@@ -240,7 +231,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     }
     d.mkdir(parents=True, exist_ok=True)
     src = d / "kernel.cpp"
-    _atomic_write(src, rw.text.encode())
+    _cache.atomic_write(src, rw.text.encode())
     rt = runtime_object()
     tmp = d / f".kernel.so.{os.getpid()}"
     includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
@@ -249,6 +240,5 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     stats["compiles"] += 1
     if r.returncode:
         raise CompileError(_clean_errors(r.stderr))
-    os.replace(tmp, so)
-    _atomic_write(man, json.dumps(manifest, indent=1).encode())
+    so, manifest = _cache.write_kernel_entry(d, tmp, manifest)
     return so, manifest, False
