@@ -22,7 +22,9 @@ enum Limits {
   MSLEMU_MSG_BYTES = 16384,    // room for a diagnostic
   MSLEMU_NOTE_BYTES = 2048,    // room for a warning
   MSLEMU_OOB_NOTE_BYTES = 4096,
-  MSLEMU_MAX_PARAMS = 64       // parameters of one kernel
+  MSLEMU_MAX_PARAMS = 64,      // parameters of one kernel
+  MSLEMU_MAX_WORKERS = 16,     // worker processes of one launch
+  MSLEMU_SYMBOL_BYTES = 64     // room for the name of a kernel's entry point
 };
 
 // MslemuResult.status; the worker processes also exit with it
@@ -88,6 +90,7 @@ enum Op {
   OP_AND, OP_OR, OP_XOR, OP_ROTATE_DOWN, OP_ROTATE_UP, OP_IS_FIRST, OP_PREFIX_EXCL_PRODUCT,
   OP_PREFIX_INCL_PRODUCT, OP_BALLOT, OP_ACTIVE_MASK, OP_FILL_UP, OP_FILL_DOWN,
   OP_QUAD = 64,          // added to an op code: the quad-group function of that name
+  OP_TENSOR_MATMUL2D = 40,  // Metal 4 tensor ops: matmul2d::run
   OP_SIMD_BARRIER = 100  // simdgroup_barrier: a rendezvous with nothing to compute
 };
 }  // namespace ops
@@ -95,19 +98,24 @@ using namespace ops;
 
 typedef void (*MslemuEntry)(void);
 
-// What a launch reports (in memory shared with the worker processes).
+// What a launch reports: one per worker process, in memory shared with it. Each message is
+// the text, then (after MSLEMU_FACTS_SEPARATOR) its facts, one `key=value` per line, which
+// kernel.py turns into attributes of the exception or warning.
+#define MSLEMU_FACTS_SEPARATOR '\x1f'
 #define MSLEMU_RESULT_FIELDS(FIELD, ARRAY)                                                        \
-  FIELD(int32_t, status)        /* an ErrKind; -1 until the run ends */                           \
+  FIELD(int32_t, status)        /* an ErrKind; -1 until the worker ends */                        \
   FIELD(int32_t, warn)          /* 1: warn_msg holds a PortabilityWarning */                      \
   FIELD(int32_t, sig)           /* the signal of a crash or timeout */                            \
   FIELD(int32_t, pad)                                                                            \
   ARRAY(char, msg, MSLEMU_MSG_BYTES)                                                              \
   ARRAY(char, warn_msg, MSLEMU_NOTE_BYTES)                                                        \
-  ARRAY(char, oob_msg, MSLEMU_OOB_NOTE_BYTES) /* the first out-of-bounds read allowed by oob_reads */ \
+  ARRAY(char, oob_msg, MSLEMU_OOB_NOTE_BYTES) /* the first out-of-bounds read oob_reads allowed */  \
   FIELD(int64_t, err_tg)        /* linear index of the failing threadgroup (-1: outside one) */   \
   ARRAY(char, uninit_msg, MSLEMU_NOTE_BYTES)  /* the first read of unwritten threadgroup memory */
 
-// What kernel.py asks for.
+// What kernel.py asks for. It lives at the start of a shared region (this struct, the
+// results, the buffer names, the buffers) that the worker processes map: a spawned worker
+// maps it elsewhere and moves every pointer by the difference from region_base.
 #define MSLEMU_LAUNCH_FIELDS(FIELD, ARRAY)                                                        \
   ARRAY(uint32_t, ntg, 3)       /* threadgroups per grid */                                       \
   ARRAY(uint32_t, grid, 3)      /* threads per grid */                                            \
@@ -117,15 +125,18 @@ typedef void (*MslemuEntry)(void);
   FIELD(uint64_t, seed)         /* of SCHED_RANDOM */                                             \
   FIELD(double, timeout)        /* seconds; 0: none */                                            \
   FIELD(int32_t, race_check)                                                                     \
-  FIELD(int32_t, isolate)       /* 0: run in the caller's process (debugging only) */             \
+  FIELD(int32_t, oob_reads)     /* 1: out-of-bounds reads return 0 with a warning */              \
+  FIELD(int32_t, workers)       /* worker processes, 1 to MSLEMU_MAX_WORKERS */                  \
+  FIELD(int32_t, parent_pid)    /* the caller: workers stop when it is gone */                    \
   ARRAY(void*, buf, MSLEMU_MAX_BUFFERS)                                                           \
   ARRAY(uint64_t, buf_size, MSLEMU_MAX_BUFFERS)                                                   \
   ARRAY(const char*, buf_name, MSLEMU_MAX_BUFFERS)                                                \
   ARRAY(uint64_t, tgm_size, MSLEMU_MAX_BUFFERS) /* bytes of each [[threadgroup(n)]] buffer */     \
-  FIELD(MslemuEntry, entry)     /* the kernel's generated entry point */                          \
-  FIELD(MslemuResult*, result)                                                                    \
-  FIELD(int32_t, oob_reads)     /* 1: out-of-bounds reads return 0 with a warning */              \
-  FIELD(int32_t, workers)       /* worker processes (1-16) */
+  FIELD(MslemuEntry, entry)     /* the kernel's generated entry point, in the caller */           \
+  ARRAY(char, entry_symbol, MSLEMU_SYMBOL_BYTES) /* its name, for a spawned worker */             \
+  ARRAY(MslemuResult*, results, MSLEMU_MAX_WORKERS) /* results[i]: worker i's */                  \
+  FIELD(uint64_t, region_base)  /* the caller's address of the shared region */                   \
+  FIELD(uint64_t, region_size)
 
 // What the generated __mslemu_info_<id>() says of each parameter.
 #define MSLEMU_PARAM_INFO_FIELDS(FIELD, ARRAY)                                                    \

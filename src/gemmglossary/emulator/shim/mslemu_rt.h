@@ -88,7 +88,8 @@ void* tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_t esize 
                const uint32_t* dims = nullptr);
 void* oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem,
                       const char* name, int write);
-[[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
+// reports a race, or (if the other thread waits at a barrier) holds it back and returns
+void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
 void uninit_read(const void* p, const void* pc);
 // something the specification does not promise: a PortabilityWarning, once per source line
 void portability(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
