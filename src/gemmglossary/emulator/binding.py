@@ -35,12 +35,13 @@ from .errors import ArgumentTypeError, ArgumentValueError, LaunchError
 
 @dataclass
 class Blob:
-    """One bound buffer: its [[buffer(n)]] index, parameter name, bytes, and the array to
+    """One buffer parameter: its [[buffer(n)]] index, parameter name, bytes (None: left
+    unbound, as MLX's host code leaves buffers a kernel does not read), and the array to
     write the results back to (None for values)."""
 
     index: int
     name: str
-    data: bytes
+    data: bytes | None
     array: np.ndarray | None
 
 
@@ -210,8 +211,9 @@ def to_bytes(obj, p: dict, info, kernel: str):
 
 
 def bind_buffers(kernel: str, bparams: list, buffers: tuple) -> list[Blob]:
-    """One Blob per bound buffer parameter; `buffers` is positional (declaration order) or one
-    {index: value} dict."""
+    """One Blob per buffer parameter; `buffers` is positional (declaration order) or one
+    {index: value} dict. A parameter given None, or missing from the dict, is unbound: an
+    access to it is an OutOfBoundsError naming it."""
     if len(buffers) == 1 and isinstance(buffers[0], dict):
         by_index = dict(buffers[0])
     else:
@@ -227,8 +229,9 @@ def bind_buffers(kernel: str, bparams: list, buffers: tuple) -> list[Blob]:
                           f"(its buffers: {names})")
     blobs = []
     for p, info in bparams:
-        if p["index"] not in by_index:
-            raise LaunchError(f"no buffer given for parameter '{p['name']}' [[buffer({p['index']})]]")
+        if by_index.get(p["index"]) is None:
+            blobs.append(Blob(p["index"], p["name"], None, None))
+            continue
         data, arr = to_bytes(by_index[p["index"]], p, info, kernel)
         blobs.append(Blob(p["index"], p["name"], data, arr))
     return blobs

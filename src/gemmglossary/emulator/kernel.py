@@ -12,10 +12,15 @@ import numpy as np
 
 from . import build as _build
 from .abi import abi
+from . import workers as _workers
 from .binding import Blob, bind_buffers
 from .errors import (BarrierError, CompileError, DataRaceError, EmulatorError, KernelCrash, KernelTimeoutError,
-                     LaunchError, OutOfBoundsError, PortabilityWarning, SimdgroupDivergenceError)
+                     LaunchError, OutOfBoundsError, PortabilityWarning, SimdgroupDivergenceError, parse_facts,
+                     with_facts)
 from .symbolize import Symbolizer
+
+FACTS_SEPARATOR = "\x1f"  # MSLEMU_FACTS_SEPARATOR of mslemu_abi.h
+RECORD_SEPARATOR = b"\x1e"  # MSLEMU_RECORD_SEPARATOR: between the warnings of warn_msg
 
 MAX_THREADS = 1024  # Apple GPUs' maxTotalThreadsPerThreadgroup
 
@@ -34,8 +39,11 @@ def _lib(so: Path) -> ctypes.CDLL:
     if key not in _libs:
         lib = ctypes.CDLL(key, mode=ctypes.RTLD_LOCAL)
         abi().check_layout(lib, key)
-        lib.mslemu_run.argtypes = [ctypes.POINTER(abi().structs["MslemuLaunch"])]
+        launch_p = ctypes.POINTER(abi().structs["MslemuLaunch"])
+        lib.mslemu_run.argtypes = [launch_p]
         lib.mslemu_run.restype = ctypes.c_int
+        lib.mslemu_fork_workers.argtypes = [launch_p, ctypes.POINTER(ctypes.c_int32)]
+        lib.mslemu_fork_workers.restype = ctypes.c_int
         _libs[key] = lib
     return _libs[key]
 
@@ -99,9 +107,9 @@ class Kernel:
         self._info = [arr[i] for i in range(n)]
         mtt = getattr(lib, f"__mslemu_mtt_{kid}")()
         self.max_total_threads_per_threadgroup = int(mtt) if mtt > 0 else MAX_THREADS
-        self._run = lib.mslemu_run
+        self._lib = lib
         self._params = meta["params"]
-        self._symbolizer = Symbolizer(so)
+        self._symbolizer = Symbolizer(so, f"kernel '{name}' ({meta.get('file', filename)}:{meta.get('line', '?')})")
 
     @property
     def parameters(self):
@@ -121,6 +129,10 @@ class Kernel:
                  oob_reads="error", workers=None):
         """Launch the kernel.
 
+        A buffer parameter may be left unbound (an index missing from the dict, or None), as
+        MLX's host code leaves buffers a kernel does not read; accessing one is an
+        OutOfBoundsError that names the parameter.
+
         oob_reads: "error" (default) stops at the first access outside a buffer; "warn"
         lets out-of-bounds *reads* return zeros with a PortabilityWarning (some vendored
         kernels read past the edge and discard the values) while any out-of-bounds write
@@ -135,12 +147,34 @@ class Kernel:
             return
         blobs = bind_buffers(self.name, self._buffer_params(), buffers)
         tgm = self._threadgroup_memory(threadgroup_memory)
-        options = _options(schedule, timeout, race_check, oob_reads, workers)
-        with _SharedBuffers(blobs) as shared:
-            launch, res = shared.launch_struct(self._entry, ntg, grid, tptg, dispatch_threads, tgm, options)
-            status = self._run(ctypes.byref(launch))
-            self._report(status, res, oob_reads)
-            shared.write_back(self.name)
+        options = _options(schedule, timeout, race_check, oob_reads, workers, ntg)
+        region = _LaunchRegion(blobs, options["workers"])
+        try:
+            launch = region.fill(self._entry, self.meta["id"], ntg, grid, tptg, dispatch_threads, tgm, options)
+            report = self._execute(launch, region, options)
+            self._report(report, oob_reads)
+            region.write_back(self.name)
+        finally:
+            region.close()
+
+    def _execute(self, launch, region: "_LaunchRegion", options: dict) -> dict:
+        """Run the launch in worker processes (or, for debugging, here); the merged report."""
+        results = region.results()
+        if os.environ.get("GEMMGLOSSARY_EMULATOR_INPROCESS") == "1":
+            # the kernel runs inside this process, for debugging the emulator itself under
+            # gdb: any diagnostic or crash then ends the process
+            self._lib.mslemu_run(ctypes.byref(launch))
+            return _workers.merge(results[:1])
+        pids = _workers.start(self._lib, launch, region.shm, self.so)
+        limit = options["timeout"] + 10 if options["timeout"] > 0 else None  # the workers time out first
+        statuses = _workers.wait(pids, limit)
+        if statuses is None:
+            return {"status": abi()["E_TIMEOUT"], "msg": (f"timeout: the kernel did not finish within "
+                                                         f"{options['timeout']:g} s and was killed").encode(),
+                    "warn_msg": b"", "oob_msg": b"", "uninit_msg": b""}
+        for res, st in zip(results, statuses):
+            _workers.describe_exit(res, st)
+        return _workers.merge(results)
 
     def _geometry(self, threads, threadgroups, threads_per_threadgroup):
         """(threadgroups, threads, threads per threadgroup, dispatch_threads) as 3 ints each."""
@@ -175,64 +209,77 @@ class Kernel:
                 tgm[p["index"]] = _count(n, f"threadgroup_memory[{p['index']}]")
         return tgm
 
-    def _report(self, status: int, res, oob_reads: str) -> None:
+    def _report(self, report: dict, oob_reads: str) -> None:
         """Warnings for what the specification does not promise; the error, if the run failed."""
-        ok = status == 0 and res.status == 0
-        if res.warn:
-            warnings.warn(PortabilityWarning(f"kernel '{self.name}': {res.warn_msg.decode(errors='replace')}"),
-                          stacklevel=3)
-        if res.uninit_msg and ok:
-            warnings.warn(PortabilityWarning(
-                f"kernel '{self.name}': " + self._symbolizer(res.uninit_msg.decode(errors="replace"))), stacklevel=3)
-        if res.oob_msg and ok:
-            warnings.warn(PortabilityWarning(
-                f"kernel '{self.name}' read outside a buffer (the reads returned 0): "
-                + self._symbolizer(res.oob_msg.decode(errors="replace"))), stacklevel=3)
+        ok = report["status"] == 0
+        prefix = f"kernel '{self.name}': "
+        for warning in filter(None, report["warn_msg"].split(RECORD_SEPARATOR)):
+            self._warn(prefix, warning)
+        if report["uninit_msg"] and ok:
+            self._warn(prefix, report["uninit_msg"])
+        if report["oob_msg"] and ok:
+            self._warn(prefix + "read outside a buffer (the reads returned 0): out-of-bounds read of ", report["oob_msg"])
         if not ok:
-            msg = self._symbolizer(res.msg.decode(errors="replace")) or "kernel failed"
-            kinds = {abi()[k]: cls for k, cls in _ERROR_CLASSES.items()}
-            cls = kinds.get(res.status, EmulatorError)
-            if cls is OutOfBoundsError and oob_reads == "error":
-                msg += ("\n(if the kernel only reads out of bounds and discards the values, "
-                        "oob_reads='warn' lets such reads return 0)")
-            raise cls(f"kernel '{self.name}': {msg}")
+            text, facts = self._decode(report["msg"])
+            cls = {abi()[k]: c for k, c in _ERROR_CLASSES.items()}.get(report["status"], EmulatorError)
+            text = text or "kernel failed"
+            unbound = "unbound" in facts or "left that buffer unbound" in text
+            if cls is OutOfBoundsError and oob_reads == "error" and facts.get("access") != "write" and not unbound:
+                text += ("\n(if the kernel only reads out of bounds and discards the values, "
+                         "oob_reads='warn' lets such reads return 0)")
+            raise with_facts(cls(prefix + text), facts, self._symbolizer)
+
+    def _decode(self, raw: bytes) -> tuple[str, dict]:
+        text, _, facts = raw.decode(errors="replace").partition(FACTS_SEPARATOR)
+        return self._symbolizer(text), parse_facts(facts)
+
+    def _warn(self, prefix: str, raw: bytes) -> None:
+        text, facts = self._decode(raw)
+        warnings.warn(with_facts(PortabilityWarning(prefix + text), facts, self._symbolizer), stacklevel=4)
 
 
-class _SharedBuffers:
-    """The bound buffers copied into memory the worker processes share, with the result
-    struct; the launch struct points into it. Outputs are copied back only after a
+class _LaunchRegion:
+    """The launch struct, one result per worker, the buffer names and the buffers, in one
+    region shared with the worker processes. Outputs are copied back only after a
     successful launch (no half-written outputs)."""
 
-    def __init__(self, blobs: list[Blob]):
+    def __init__(self, blobs: list[Blob], workers: int):
+        a = abi()
         self.blobs = blobs
-        self.offsets = []
-        size = 0
+        self.workers = workers
+        launch_t, result_t = a.structs["MslemuLaunch"], a.structs["MslemuResult"]
+        off = _align(ctypes.sizeof(launch_t))
+        self.results_at = off
+        off = _align(off + workers * ctypes.sizeof(result_t))
+        self.names_at = []
         for b in blobs:
-            self.offsets.append(size)
-            size += (len(b.data) + 63) // 64 * 64 + 64
-        self.shm = mmap.mmap(-1, max(size, 64))
-        self.res_mem = mmap.mmap(-1, ctypes.sizeof(abi().structs["MslemuResult"]))
-        self.anchor = ctypes.c_char.from_buffer(self.shm)
-        self.base = ctypes.addressof(self.anchor)
-        self.names: list[bytes] = []  # the launch struct points at them: they live as long as it
-        self.launch = self.res = None
+            self.names_at.append(off)
+            off += len(b.name.encode()) + 1
+        self.buffers_at = []
+        for b in blobs:
+            off = _align(off)
+            self.buffers_at.append(off)
+            off += len(b.data or b"") + 64
+        self.shm = _workers.Region(_align(off))
 
-    def __enter__(self):
-        return self
+    def results(self) -> list:
+        result_t = abi().structs["MslemuResult"]
+        return [result_t.from_buffer(self.shm.mm, self.results_at + i * ctypes.sizeof(result_t))
+                for i in range(self.workers)]
 
-    def __exit__(self, *exc):
-        # the mmaps go away with their last exported pointer
-        self.launch = self.res = self.anchor = None
-
-    def launch_struct(self, entry, ntg, grid, tptg, dispatch_threads, tgm, options: dict):
-        launch = abi().structs["MslemuLaunch"]()
-        for b, off in zip(self.blobs, self.offsets):
-            self.shm[off:off + len(b.data)] = b.data
-            launch.buf[b.index] = self.base + off
+    def fill(self, entry, kernel_id: str, ntg, grid, tptg, dispatch_threads, tgm, options: dict):
+        a = abi()
+        mm, base = self.shm.mm, self.shm.base
+        launch = a.structs["MslemuLaunch"].from_buffer(mm, 0)
+        for b, name_at, at in zip(self.blobs, self.names_at, self.buffers_at):
+            nm = b.name.encode() + b"\0"
+            mm[name_at:name_at + len(nm)] = nm
+            launch.buf_name[b.index] = ctypes.cast(base + name_at, ctypes.c_char_p)
+            if b.data is None:  # unbound: a name for the report, no memory
+                continue
+            mm[at:at + len(b.data)] = b.data
+            launch.buf[b.index] = base + at
             launch.buf_size[b.index] = len(b.data)
-            nm = b.name.encode()
-            self.names.append(nm)
-            launch.buf_name[b.index] = nm
         for i in range(3):
             launch.ntg[i], launch.grid[i], launch.tptg[i] = ntg[i], grid[i], tptg[i]
         launch.dispatch_threads = dispatch_threads
@@ -240,25 +287,36 @@ class _SharedBuffers:
             launch.tgm_size[i] = n
         for k, v in options.items():
             setattr(launch, k, v)
+        launch.parent_pid = os.getpid()
         launch.entry = entry
-        res = abi().structs["MslemuResult"].from_buffer(self.res_mem)
-        res.status = -1
-        launch.result = ctypes.pointer(res)
-        self.launch, self.res = launch, res
-        return launch, res
+        launch.entry_symbol = f"__mslemu_entry_{kernel_id}".encode()
+        result_t = a.structs["MslemuResult"]
+        for i, res in enumerate(self.results()):
+            res.status, res.err_tg = -1, -1
+            launch.results[i] = ctypes.cast(base + self.results_at + i * ctypes.sizeof(result_t), ctypes.POINTER(result_t))
+        launch.region_base = base
+        launch.region_size = self.shm.size
+        return launch
 
     def write_back(self, kernel: str) -> None:
-        for b, off in zip(self.blobs, self.offsets):
+        for b, at in zip(self.blobs, self.buffers_at):
             if b.array is None:
                 continue
-            new = self.shm[off:off + len(b.data)]
+            new = self.shm.mm[at:at + len(b.data)]
             if new != b.data:
                 if not b.array.flags.writeable:
                     raise LaunchError(f"kernel '{kernel}' wrote to buffer '{b.name}', but the array is read-only")
                 b.array[...] = np.frombuffer(new, dtype=b.array.dtype).reshape(b.array.shape)
 
+    def close(self) -> None:
+        self.shm.close()
 
-def _options(schedule, timeout, race_check, oob_reads, workers) -> dict:
+
+def _align(n: int, to: int = 64) -> int:
+    return (n + to - 1) // to * to
+
+
+def _options(schedule, timeout, race_check, oob_reads, workers, ntg) -> dict:
     """The MslemuLaunch fields of the launch's keyword options."""
     if isinstance(schedule, str) and schedule in _SCHEDULES:
         sched, seed = abi()[_SCHEDULES[schedule]], 0
@@ -270,16 +328,16 @@ def _options(schedule, timeout, race_check, oob_reads, workers) -> dict:
         raise LaunchError(f"oob_reads must be 'error' or 'warn', not {oob_reads!r}")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
         raise LaunchError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    total = ntg[0] * ntg[1] * ntg[2]
     return {
         "schedule": sched, "seed": seed, "timeout": float(timeout or 0), "race_check": 1 if race_check else 0,
-        # GEMMGLOSSARY_EMULATOR_INPROCESS=1 runs the kernel inside this process, for debugging
-        # the emulator itself under gdb: any diagnostic or crash then ends the process.
-        "isolate": 0 if os.environ.get("GEMMGLOSSARY_EMULATOR_INPROCESS") == "1" else 1,
-        "oob_reads": 1 if oob_reads == "warn" else 0, "workers": _workers(workers),
+        "oob_reads": 1 if oob_reads == "warn" else 0,
+        # no more workers than threadgroups, at most MSLEMU_MAX_WORKERS
+        "workers": max(1, min(_worker_count(workers), abi()["MSLEMU_MAX_WORKERS"], total)),
     }
 
 
-def _workers(w) -> int:
+def _worker_count(w) -> int:
     if w is None:
         env = os.environ.get("GEMMGLOSSARY_EMULATOR_WORKERS")
         if env:

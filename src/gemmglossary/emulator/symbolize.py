@@ -18,28 +18,65 @@ UNKNOWN = "an unknown location (no line information)"
 
 
 def _is_library_frame(frame: str) -> bool:
-    return "??" in frame or str(_build.SHIM_DIR) in frame or "kernel.cpp:" in frame or "runtime.cpp:" in frame
+    return str(_build.SHIM_DIR) in frame or "kernel.cpp:" in frame or "runtime.cpp:" in frame
+
+
+def _has_line(frame: str) -> bool:
+    """addr2line writes '??:0', '??:?', 'file:?' or 'file:0' when it knows no line."""
+    file, _, line = frame.rpartition(":")
+    return bool(file) and not file.startswith("??") and line.isdigit() and line != "0"
+
+
+def _clean(frame: str) -> str:
+    # a source string's name ("<source>") is relative: the debug info joins it to the
+    # compiler's working directory
+    return re.sub(r"^.*/(<[^/>]+>:\d+)$", r"\1", frame)
 
 
 class Symbolizer:
-    """Callable: message with {{pc:...}} markers -> message with source locations."""
+    """Callable: message with {{pc:...}} markers -> message with source locations.
 
-    def __init__(self, so: Path):
+    `kernel` (e.g. "kernel 'k' (file:line)") names where the code is when the compiler kept
+    no line for an instruction of the kernel's own translation unit."""
+
+    def __init__(self, so: Path, kernel: str = ""):
         self.so = so
+        self.kernel = kernel
+        self._size = so.stat().st_size if so.exists() else 0
 
     def __call__(self, msg: str) -> str:
         pcs = _PC.findall(msg)
         if not pcs:
             return msg
         frames = self._frames(pcs)
-        return _PC.sub(lambda m: self._best(frames.get(m.group(1), [])), msg)
+        return _PC.sub(lambda m: self._describe(m.group(1), frames.get(m.group(1), [])), msg)
+
+    def locate(self, pc: str) -> tuple[str, int] | None:
+        """(file, line) of a code offset, or None."""
+        best = self._best(self._frames([pc]).get(pc, []))
+        if best is None:
+            return None
+        file, _, line = best.rpartition(":")
+        return file, int(line)
 
     @staticmethod
-    def _best(frames: list[str]) -> str:
-        """The innermost frame in kernel source (inlined library helpers are skipped)."""
+    def _best(frames: list[str]) -> str | None:
+        """The innermost frame with a line in kernel source (inlined library helpers are skipped)."""
         for f in frames:
-            if not _is_library_frame(f):
-                return f
+            if _has_line(f) and not _is_library_frame(f):
+                return _clean(f)
+        return None
+
+    def _describe(self, pc: str, frames: list[str]) -> str:
+        best = self._best(frames)
+        if best:
+            return best
+        if int(pc, 16) >= self._size:
+            return f"an address outside the kernel's code (offset 0x{pc}: a jump through a bad pointer?)"
+        if any("runtime.cpp:" in f for f in frames):
+            return "the emulator's runtime (in a barrier or simd-group function, or scheduling threads)"
+        if self.kernel and any("kernel.cpp:" in f for f in frames):
+            return f"a place in {self.kernel} for which the compiler kept no source line"
         return UNKNOWN
 
     def _frames(self, pcs: list[str]) -> dict[str, list[str]]:

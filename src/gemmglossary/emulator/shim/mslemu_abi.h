@@ -89,8 +89,8 @@ enum Op {
   OP_MMA,                // a flush of the queued simdgroup matrix multiplies
   OP_AND, OP_OR, OP_XOR, OP_ROTATE_DOWN, OP_ROTATE_UP, OP_IS_FIRST, OP_PREFIX_EXCL_PRODUCT,
   OP_PREFIX_INCL_PRODUCT, OP_BALLOT, OP_ACTIVE_MASK, OP_FILL_UP, OP_FILL_DOWN,
-  OP_QUAD = 64,          // added to an op code: the quad-group function of that name
   OP_TENSOR_MATMUL2D = 40,  // Metal 4 tensor ops: matmul2d::run
+  OP_QUAD = 64,          // added to an op code: the quad-group function of that name
   OP_SIMD_BARRIER = 100  // simdgroup_barrier: a rendezvous with nothing to compute
 };
 }  // namespace ops
@@ -102,6 +102,7 @@ typedef void (*MslemuEntry)(void);
 // the text, then (after MSLEMU_FACTS_SEPARATOR) its facts, one `key=value` per line, which
 // kernel.py turns into attributes of the exception or warning.
 #define MSLEMU_FACTS_SEPARATOR '\x1f'
+#define MSLEMU_RECORD_SEPARATOR '\x1e'  // between the warnings of warn_msg
 #define MSLEMU_RESULT_FIELDS(FIELD, ARRAY)                                                        \
   FIELD(int32_t, status)        /* an ErrKind; -1 until the worker ends */                        \
   FIELD(int32_t, warn)          /* 1: warn_msg holds a PortabilityWarning */                      \
