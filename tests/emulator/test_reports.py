@@ -149,3 +149,11 @@ def test_warnings_carry_their_kind():
     kinds = {x.message.kind: x.message for x in w}
     assert kinds["returned-before-barrier"].site == ("<source>", 6)
     assert kinds["uninitialized-read"].memory == "s" and kinds["uninitialized-read"].site == ("<source>", 7)
+
+
+def test_an_out_of_bounds_access_is_reported_at_its_own_line(reports):
+    """The pc is taken where the check fails, not scheduled among an earlier line's code."""
+    A = np.ones((1, 1), np.float32)
+    with pytest.raises(OutOfBoundsError) as e:
+        reports("oob_line")(A, A.copy(), np.uint32(1), threadgroups=(1, 1, 1), threads_per_threadgroup=(16, 16, 1))
+    assert e.value.site == (S, 47), str(e.value)

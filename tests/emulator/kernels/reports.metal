@@ -34,3 +34,16 @@ kernel void shim_warning(device int* out [[buffer(0)]]) {
   mslemu::portability(__FILE__, __LINE__, "a warning raised by the emulator's library");
   out[0] = 1;
 }
+
+// an out-of-bounds read of A at line 47, which -O2 code used to report at line 42
+kernel void oob_line(device const float* A [[buffer(0)]], device float* C [[buffer(1)]],
+                     constant uint& N [[buffer(2)]], uint2 pos [[thread_position_in_grid]])
+{
+    const uint row = pos.y;  // line 42
+    const uint col = pos.x;
+
+    {
+        const uint i = row * N + col;
+        C[i] = 2.0f * A[i];  // line 47
+    }
+}
