@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -100,9 +101,16 @@ def read_kernel_entry(d: Path) -> tuple[Path, dict] | None:
 
 
 def write_kernel_entry(d: Path, so_tmp: Path, manifest: dict) -> tuple[Path, dict]:
-    """Move the freshly linked `so_tmp` into entry `d`, then write the manifest that vouches for it."""
+    """Move the freshly linked `so_tmp` into entry `d`, then write the manifest that vouches for it.
+
+    On macOS clang's driver leaves the debug info of a shared object it links from source
+    in `<output>.dSYM` (dsymutil): it moves along, for the symbolizer (dwarf_lines.py)."""
     so = d / "kernel.so"
     manifest = dict(manifest, **{"kernel.so": file_digest(so_tmp)})
+    dsym_tmp, dsym = so_tmp.with_name(so_tmp.name + ".dSYM"), d / "kernel.so.dSYM"
+    if dsym_tmp.is_dir():
+        shutil.rmtree(dsym, ignore_errors=True)
+        os.replace(dsym_tmp, dsym)
     os.replace(so_tmp, so)
     atomic_write(d / "manifest.json", json.dumps(manifest, indent=1).encode())
     return so, manifest

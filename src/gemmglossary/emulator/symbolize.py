@@ -3,15 +3,23 @@
 The runtime writes ``{{pc:<hex offset into the kernel's shared object>}}`` wherever a
 diagnostic names a place in kernel code; this module replaces each with ``file:line`` of
 the kernel source (or vendored header), skipping frames inside the emulator's own library.
+
+Where addr2line exists (Linux), it answers, with every inlined frame. Elsewhere (macOS has
+none) the compiler's line table is read directly (dwarf_lines.py); that is exact for
+clang++, whose shim helpers keep no lines of their own. $GEMMGLOSSARY_EMULATOR_SYMBOLIZER
+("addr2line" or "dwarf") chooses one.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 from . import build as _build
+from .dwarf_lines import DwarfError, LineTable
 
 _PC = re.compile(r"\{\{pc:([0-9a-f]+)\}\}")
 UNKNOWN = "an unknown location (no line information)"
@@ -43,6 +51,14 @@ class Symbolizer:
         self.so = so
         self.kernel = kernel
         self._size = so.stat().st_size if so.exists() else 0
+        self._table: LineTable | None = None
+
+    @staticmethod
+    def method() -> str:
+        m = os.environ.get("GEMMGLOSSARY_EMULATOR_SYMBOLIZER") or ("addr2line" if shutil.which("addr2line") else "dwarf")
+        if m not in ("addr2line", "dwarf"):
+            raise ValueError(f"GEMMGLOSSARY_EMULATOR_SYMBOLIZER must be 'addr2line' or 'dwarf', not {m!r}")
+        return m
 
     def __call__(self, msg: str) -> str:
         pcs = _PC.findall(msg)
@@ -80,7 +96,23 @@ class Symbolizer:
         return UNKNOWN
 
     def _frames(self, pcs: list[str]) -> dict[str, list[str]]:
-        """{pc: [file:line of each inlined frame, innermost first]} from addr2line."""
+        """{pc: [file:line of each inlined frame, innermost first]}."""
+        return self._addr2line(pcs) if self.method() == "addr2line" else self._line_table(pcs)
+
+    def _line_table(self, pcs: list[str]) -> dict[str, list[str]]:
+        """{pc: [file:line]}: the line table's one, innermost, frame."""
+        if self._table is None:
+            try:
+                self._table = LineTable.for_object(self.so)
+            except (OSError, DwarfError, IndexError, ValueError):  # no or unreadable debug info: no lines
+                return {}
+        out = {}
+        for pc in pcs:
+            loc = self._table.locate(int(pc, 16))
+            out[pc] = [loc] if loc else []
+        return out
+
+    def _addr2line(self, pcs: list[str]) -> dict[str, list[str]]:
         locs: dict[str, list[str]] = {}
         try:
             out = subprocess.run(["addr2line", "-e", str(self.so), "-i", "-a", *[f"0x{p}" for p in pcs]],
