@@ -109,6 +109,7 @@ class Kernel:
         self.max_total_threads_per_threadgroup = int(mtt) if mtt > 0 else MAX_THREADS
         self._lib = lib
         self._params = meta["params"]
+        self._bparams = None
         self._symbolizer = Symbolizer(so, f"kernel '{name}' ({meta.get('file', filename)}:{meta.get('line', '?')})")
 
     @property
@@ -118,7 +119,11 @@ class Kernel:
                 for p in self._params]
 
     def _buffer_params(self):
-        return [(p, inf) for p, inf in zip(self._params, self._info) if p["kind"] == abi()["P_BUFFER"] and inf.gate]
+        """The bound [[buffer(n)]] parameters (not switched off by a function constant), with their ParamInfo."""
+        if self._bparams is None:
+            self._bparams = [(p, inf) for p, inf in zip(self._params, self._info)
+                             if p["kind"] == abi()["P_BUFFER"] and inf.gate]
+        return self._bparams
 
     def __repr__(self) -> str:
         return f"<emulated Metal kernel {self.name!r} from {self.filename}>"
