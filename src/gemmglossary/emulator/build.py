@@ -53,7 +53,7 @@ def compiler() -> tuple[str, str]:
         if p:
             try:
                 v = subprocess.run([p, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
-            except Exception:  # pragma: no cover
+            except (OSError, subprocess.SubprocessError, IndexError):  # not runnable, hangs, or prints nothing
                 continue
             return p, v
     if env:
