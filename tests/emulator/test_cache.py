@@ -1,17 +1,28 @@
-"""Compiled kernels are cached: loading the same thing twice compiles once."""
+"""Compiled kernels are cached: loading the same thing twice compiles once, and a damaged
+cache entry is rebuilt with a warning instead of being loaded (issue #13, item 2)."""
 
+import json
+import os
+import re
+import subprocess
+import sys
 import uuid
 
 import numpy as np
+import pytest
 
-from gemmglossary.emulator import build_stats, load_kernel
+from gemmglossary.emulator import CacheWarning, build, build_stats, cache, load_kernel
+
+
+def _unique_source(value: float = 2.0) -> str:
+    tag = uuid.uuid4().hex  # a source no earlier run compiled
+    # (in code, not a comment: comments never reach the compiler, so they are not part of the key)
+    return ("#include <metal_stdlib>\nusing namespace metal;\n"
+            f"kernel void k(device float* o [[buffer(0)]]) {{ o[0] = {value}f + 0.0f * {int(tag[:7], 16)}; }}\n")
 
 
 def test_second_load_is_a_cache_hit():
-    tag = uuid.uuid4().hex  # a source no earlier run compiled
-    # (in code, not a comment: comments never reach the compiler, so they are not part of the key)
-    src = ("#include <metal_stdlib>\nusing namespace metal;\n"
-           f"kernel void k(device float* o [[buffer(0)]]) {{ o[0] = 2.0f + 0.0f * {int(tag[:7], 16)}; }}\n")
+    src = _unique_source()
     before = build_stats["compiles"]
     k1 = load_kernel(src, "k")
     assert not k1.cache_hit and build_stats["compiles"] == before + 1
@@ -25,10 +36,102 @@ def test_second_load_is_a_cache_hit():
     assert not k3.cache_hit
 
 
-def test_missing_compiler_is_a_clear_error(monkeypatch):
-    import pytest
+# A fresh interpreter loads the kernel (as the next session would); it must survive,
+# warn, and compute the right value.
+LOAD = """
+import sys, warnings, numpy as np
+from gemmglossary.emulator import load_kernel
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as w:
+    k = load_kernel(sys.argv[1], "k")
+o = np.zeros(1, np.float32)
+k(o, threads=1, threads_per_threadgroup=1)
+print(o[0], k.cache_hit)
+for x in w:
+    print(x.category.__name__, x.message)
+"""
 
-    from gemmglossary.emulator import CompileError, build
+
+def _load_in_a_new_process(src: str) -> list[str]:
+    r = subprocess.run([sys.executable, "-c", LOAD, src], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stdout}{r.stderr}"
+    return r.stdout.splitlines()
+
+
+def _entry(src: str):
+    """Build (without loading) and return the cache entry's folder."""
+    so, _, _ = build.build(src, "<source>", include_dirs=[], defines=None, function_constants=None, kernel="k")
+    return so.parent
+
+
+def test_a_truncated_kernel_is_rebuilt_not_loaded():
+    """The case that used to end the interpreter with SIGBUS (exit 135)."""
+    src = _unique_source(3.0)
+    so = _entry(src) / "kernel.so"
+    so.write_bytes(so.read_bytes()[:4096])
+    out = _load_in_a_new_process(src)
+    assert out[0] == "3.0 False", out  # rebuilt, right value
+    assert any(ln.startswith("CacheWarning") and "is damaged (kernel.so has 4096 bytes, manifest.json says" in ln
+               and "rebuilding it" in ln for ln in out[1:]), out
+    assert load_kernel(src, "k").cache_hit, "the rebuilt entry is used"
+
+
+def _fake_kernel_entry(tmp_path):
+    d = tmp_path / "entry"
+    d.mkdir()
+    (d / ".tmp.so").write_bytes(b"\x7fELF" + bytes(range(256)) * 64)
+    cache.write_kernel_entry(d, d / ".tmp.so", {"kernels": {"k": {}}})
+    return d
+
+
+@pytest.mark.parametrize("damage, why", [
+    ("truncated kernel.so", "kernel.so has 100 bytes, manifest.json says 16388"),
+    ("flipped byte in kernel.so", "kernel.so does not have the SHA-256 that manifest.json records"),
+    ("missing kernel.so", "kernel.so is missing"),
+    ("truncated manifest", "manifest.json is unreadable: JSONDecodeError"),
+    ("manifest without a hash", "manifest.json records no size and hash"),
+    ("manifest of another shape", "manifest.json records no size and hash"),
+])
+def test_cache_entries_are_verified(tmp_path, damage, why):
+    d = _fake_kernel_entry(tmp_path)
+    so, man = d / "kernel.so", d / "manifest.json"
+    assert cache.read_kernel_entry(d)[0] == so  # intact
+    if damage == "truncated kernel.so":
+        so.write_bytes(so.read_bytes()[:100])
+    elif damage == "flipped byte in kernel.so":
+        b = bytearray(so.read_bytes())
+        b[1000] ^= 0xFF
+        os.unlink(so)  # a new inode, as a rewrite would give: not the file this process verified
+        so.write_bytes(bytes(b))
+    elif damage == "missing kernel.so":
+        so.unlink()
+    elif damage == "truncated manifest":
+        man.write_text(man.read_text()[:40])
+    elif damage == "manifest without a hash":
+        m = json.loads(man.read_text())
+        del m["kernel.so"]
+        man.write_text(json.dumps(m))
+    else:
+        man.write_text("[1, 2]")
+    with pytest.warns(CacheWarning, match=re.escape(f"{d} is damaged ({why}") + r".*\); rebuilding it"):
+        assert cache.read_kernel_entry(d) is None
+    assert not so.exists() and not man.exists(), "the damaged entry is removed"
+    assert cache.read_kernel_entry(d) is None  # absent now: no second warning
+
+
+def test_a_damaged_file_entry_is_refused(tmp_path):
+    """The runtime object is checked the same way."""
+    obj = tmp_path / "runtime-x.o"
+    (tmp_path / ".tmp").write_bytes(b"object" * 100)
+    cache.write_file_entry(obj, tmp_path / ".tmp")
+    assert cache.read_file_entry(obj) == obj
+    obj.write_bytes(b"object")
+    with pytest.warns(CacheWarning, match=r"runtime-x.o is damaged \(runtime-x.o has 6 bytes, runtime-x.json says 600\)"):
+        assert cache.read_file_entry(obj) is None
+
+
+def test_missing_compiler_is_a_clear_error(monkeypatch):
+    from gemmglossary.emulator import CompileError
 
     build.compiler.cache_clear()
     monkeypatch.setenv("PATH", "/nonexistent")

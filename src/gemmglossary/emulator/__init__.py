@@ -2,8 +2,10 @@
 
 ``load_kernel(path_or_source, name, *, defines=None, function_constants=None,
 include_dirs=None)`` compiles a kernel with the host C++ compiler (``$CXX``, else g++,
-else clang++; tested with g++ 12 and clang++ 14, x86-64 and aarch64 Linux) and a shim of
-the Metal standard library, and returns a :class:`Kernel`.
+else clang++; tested with g++ 12 and clang++ 14, x86-64 and aarch64 Linux; written for
+macOS with Xcode's clang++ but not run there) and a shim of the Metal standard library,
+and returns a :class:`Kernel`. ``path_or_source`` is a file when it is a ``Path`` or a
+``str`` without a newline, Metal source when it is a ``str`` with one.
 Every GPU thread runs as a fiber; threadgroup barriers and simd-group functions are
 rendezvous points; misuse is raised as an exception naming the .metal (or vendored .h)
 file and line, the threadgroup and the thread.
@@ -35,8 +37,10 @@ Buffer binding: the i-th positional argument binds the i-th buffer parameter in
 declaration order (parameters switched off by a function constant are skipped); a single
 dict ``{n: array}`` binds by ``[[buffer(n)]]`` index instead. numpy arrays are device
 memory and are written back in place, but only when the launch succeeded (no
-half-written outputs). Python and numpy scalars bind to ``constant T&``; structs bind as
-numpy structured arrays (or scalars of one) or bytes. ``threads=`` is dispatchThreads
+half-written outputs), so an array's dtype must be the parameter's element type
+(binding.py has the rules; a mismatch is an ArgumentTypeError naming both). Python and
+numpy scalars bind to ``constant T&`` as values (an ArgumentValueError if the type cannot
+hold them); structs bind as numpy structured arrays (or scalars of one) or bytes. ``threads=`` is dispatchThreads
 (edge threadgroups are smaller and ``[[threads_per_threadgroup]]`` reports their real
 size); ``threadgroups=`` is dispatchThreadgroups.
 
@@ -44,29 +48,37 @@ Every launch runs in child processes (a crash in kernel code raises KernelCrash 
 never kills the caller); threadgroups are split over ``workers`` processes (default up
 to 2 CPUs, ``$GEMMGLOSSARY_EMULATOR_WORKERS``), each threadgroup whole in one process,
 and the error of the lowest-numbered failing threadgroup is the one reported, so results
-and diagnostics do not depend on the number of workers.
+and diagnostics do not depend on the number of workers. Workers are forked on Linux and
+spawned elsewhere (workers.py says why); they die with their caller, and an interrupted
+wait (Ctrl-C, a test timeout) kills them.
 
 Diagnostics: DataRaceError (threadgroup memory, found from shadow memory whatever the
 schedule, naming both lines), BarrierError (threads at different barriers, or a barrier
-some live threads never reach), OutOfBoundsError (buffer name, element index and valid
-range), SimdgroupDivergenceError (a simd-group function or simdgroup_matrix operation
+some live threads never reach), OutOfBoundsError (read or write, buffer name, element
+index and valid range), SimdgroupDivergenceError (a simd-group function or simdgroup_matrix operation
 reached by part of a simdgroup or at different places), KernelTimeoutError (where every
 thread was), KernelCrash, CompileError (at the .metal line), LaunchError (e.g. more
 threads per threadgroup than ``max_total_threads_per_threadgroup`` or 1024), and
 PortabilityWarning for what Apple GPUs accept but the specification does not promise
 (threads returning before a barrier others wait at; reading threadgroup memory nobody
-wrote; out-of-bounds reads allowed by ``oob_reads="warn"``).
+wrote; out-of-bounds reads allowed by ``oob_reads="warn"``). Each carries what its
+message says as attributes (``site``, ``thread``, ``access``...; see errors.py). The
+C++/Python interface (launch and result structs, error and parameter kinds, op codes) is
+described once, in shim/mslemu_abi.h, and checked at load (abi.py); compiled kernels are
+cached and verified before loading (cache.py).
 """
 
 from __future__ import annotations
 
 from .build import stats as build_stats
-from .errors import (BarrierError, CompileError, DataRaceError, EmulatorError, KernelCrash, KernelTimeoutError,
-                     LaunchError, OutOfBoundsError, PortabilityWarning, SimdgroupDivergenceError, TimeoutError_)
+from .errors import (ArgumentTypeError, ArgumentValueError, BarrierError, CacheWarning, CompileError, DataRaceError, EmulatorError,
+                     KernelCrash, KernelTimeoutError, LaunchError, OutOfBoundsError, PortabilityWarning,
+                     SimdgroupDivergenceError)
 from .kernel import Kernel, load_kernel
 
 __all__ = [
     "load_kernel", "Kernel", "EmulatorError", "CompileError", "DataRaceError", "BarrierError", "OutOfBoundsError",
-    "SimdgroupDivergenceError", "KernelTimeoutError", "TimeoutError_", "LaunchError", "KernelCrash",
+    "SimdgroupDivergenceError", "KernelTimeoutError", "LaunchError", "ArgumentTypeError", "ArgumentValueError",
+    "KernelCrash", "CacheWarning",
     "PortabilityWarning", "build_stats",
 ]

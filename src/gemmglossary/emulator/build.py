@@ -8,11 +8,12 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from . import cache as _cache
 from . import shimgen
+from .abi import abi
 from .errors import CompileError
 from .rewrite import rewrite
 
@@ -23,7 +24,10 @@ STAGE1_DIR = SHIM_DIR / "stage1"
 RUNTIME_SRC = HERE / "cpp" / "runtime.cpp"
 CXXFLAGS = ["-std=c++17", "-O2", "-g", "-fPIC", "-w", "-fno-strict-aliasing", "-fwrapv",
             "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti", "-fno-stack-protector", "-fno-math-errno",
-            "-fno-plt", "-fstack-clash-protection"]
+            "-fno-plt", "-fstack-clash-protection",
+            # C++ lets a compiler delete a loop without side effects as if it ended; a GPU
+            # thread spinning in one never ends, so the emulator must time out, not run on
+            "-fno-finite-loops"]
 
 # extra flags for the kernel and runtime compiles (part of every cache key), e.g. -march=native
 CXXFLAGS += os.environ.get("GEMMGLOSSARY_EMULATOR_CXXFLAGS", "").split()
@@ -49,7 +53,7 @@ def compiler() -> tuple[str, str]:
         if p:
             try:
                 v = subprocess.run([p, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
-            except Exception:  # pragma: no cover
+            except (OSError, subprocess.SubprocessError, IndexError):  # not runnable, hangs, or prints nothing
                 continue
             return p, v
     if env:
@@ -78,7 +82,7 @@ def generated_dir() -> Path:
     d.mkdir(parents=True, exist_ok=True)
     for name, make in shimgen.GENERATED.items():
         if not (d / name).exists():
-            _atomic_write(d / name, make().encode())
+            _cache.atomic_write(d / name, make().encode())
     return d
 
 
@@ -87,26 +91,18 @@ def shim_include_dirs() -> list[Path]:
     return [SHIM_DIR, generated_dir()]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def runtime_object() -> Path:
     cxx, ver = compiler()
     key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(CXXFLAGS)).encode()).hexdigest()[:16]
     out = cache_root() / f"runtime-{key}.o"
-    if out.exists():
+    if _cache.read_file_entry(out):
         return out
     tmp = out.with_name(f".{out.name}.{os.getpid()}")
     r = subprocess.run([cxx, *CXXFLAGS, "-fexceptions", "-I", str(SHIM_DIR), "-c", str(RUNTIME_SRC), "-o", str(tmp)],
                        capture_output=True, text=True)
     if r.returncode:
         raise CompileError("the emulator runtime failed to compile:\n" + r.stderr[-4000:])
-    os.replace(tmp, out)
-    return out
+    return _cache.write_file_entry(out, tmp)
 
 
 def preprocessor_command(include_dirs: list[str], defines: dict | None) -> list[str]:
@@ -147,7 +143,7 @@ def _is_shim(path: str) -> bool:
     return str(SHIM_DIR) in path or path.endswith("kernel.cpp") or "<built-in>" in path
 
 
-_AS_NAMES = {"1": "device", "2": "constant", "3": "threadgroup"}
+_AS_NAMES = {str(abi()[f"AS_{n.upper()}"]): n for n in ("device", "constant", "threadgroup")}  # mslemu_abi.h
 
 
 def _pretty(ln: str) -> str:
@@ -219,11 +215,10 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
     key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(CXXFLAGS)]).encode()).hexdigest()[:24]
     d = cache_root() / key
-    so = d / "kernel.so"
-    man = d / "manifest.json"
-    if so.exists() and man.exists():
+    entry = _cache.read_kernel_entry(d)  # verified, or None (a damaged entry is rebuilt, with a warning)
+    if entry:
         stats["cache_hits"] += 1
-        return so, json.loads(man.read_text()), True
+        return (*entry, True)
     rw = rewrite(pre, filename, function_constants, only=None if kernel is None else {kernel})
     manifest = {
         "kernels": {
@@ -239,7 +234,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     }
     d.mkdir(parents=True, exist_ok=True)
     src = d / "kernel.cpp"
-    _atomic_write(src, rw.text.encode())
+    _cache.atomic_write(src, rw.text.encode())
     rt = runtime_object()
     tmp = d / f".kernel.so.{os.getpid()}"
     includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
@@ -248,6 +243,5 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     stats["compiles"] += 1
     if r.returncode:
         raise CompileError(_clean_errors(r.stderr))
-    os.replace(tmp, so)
-    _atomic_write(man, json.dumps(manifest, indent=1).encode())
+    so, manifest = _cache.write_kernel_entry(d, tmp, manifest)
     return so, manifest, False

@@ -1,9 +1,48 @@
-"""Exceptions raised by the Metal emulator."""
+"""Exceptions raised by the Metal emulator.
+
+Besides its message, a launch-time diagnostic carries what the message says as attributes,
+so that programs need not parse the wording (every one is None when it does not apply):
+
+- ``threadgroup`` (x, y, z); ``thread``, a :class:`Thread`; ``site`` (file, line) of the
+  current thread's access or call;
+- DataRaceError: ``memory`` (the threadgroup variable), ``element`` ("tile[0][1]"),
+  ``access`` ("read" / "write"); ``other_thread``, ``other_site``, ``other_access``;
+- OutOfBoundsError: ``buffer``, ``index``, ``length`` (elements), ``element_size``,
+  ``access`` ("read", "write", or "unknown" for elements over 32 KiB);
+- BarrierError: ``sites`` [(file, line)...] of the barriers involved; for a barrier some
+  threads never reached, ``not_reached`` and ``waiting`` (thread indices);
+- SimdgroupDivergenceError: ``sites``, ``operation`` ("simd_sum"...), ``simdgroup``;
+- KernelCrash: ``signal`` ("SIGSEGV"...);
+- PortabilityWarning: ``kind`` ("uninitialized-read", "returned-before-barrier",
+  "oob-read", "library": found by the emulator's Metal library), with the fields above that apply.
+"""
 
 from __future__ import annotations
 
+from typing import NamedTuple
 
-class EmulatorError(Exception):
+
+class Thread(NamedTuple):
+    position: tuple  # thread_position_in_threadgroup
+    index: int       # thread_index_in_threadgroup
+    simdgroup: int
+    lane: int
+
+
+_FACT_ATTRS = ("threadgroup", "thread", "site", "memory", "element", "access", "other_thread", "other_site",
+               "other_access", "buffer", "index", "length", "element_size", "sites", "not_reached", "waiting",
+               "operation", "simdgroup", "signal", "kind")
+
+
+class _Facts:
+    """The attributes a diagnostic may carry (class defaults: None)."""
+
+
+for _name in _FACT_ATTRS:
+    setattr(_Facts, _name, None)
+
+
+class EmulatorError(_Facts, Exception):
     """Base class of every emulator diagnostic."""
 
 
@@ -35,12 +74,65 @@ class KernelTimeoutError(EmulatorError):
     """The kernel did not finish within the time bound."""
 
 
-TimeoutError_ = KernelTimeoutError
-
-
 class KernelCrash(EmulatorError):
     """The kernel crashed (segfault, trap, ...); the caller's process survived."""
 
 
-class PortabilityWarning(UserWarning):
+class PortabilityWarning(_Facts, UserWarning):
     """Behaviour that works on Apple GPUs but that the Metal specification does not promise."""
+
+
+class ArgumentTypeError(LaunchError, TypeError):
+    """An argument's type does not match its kernel parameter (e.g. a float64 array for ``device float*``)."""
+
+
+class ArgumentValueError(LaunchError, ValueError):
+    """An argument's value does not fit its kernel parameter (e.g. -1 for a ``uint``)."""
+
+
+class CacheWarning(UserWarning):
+    """A damaged entry of the compile cache was found and is being rebuilt."""
+
+
+def parse_facts(text: str) -> dict[str, str]:
+    """The runtime's `key=value` lines (mslemu_abi.h) as a dict."""
+    return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln)
+
+
+def _ids(s: str) -> list[int]:
+    out: list[int] = []
+    for part in filter(None, s.split(",")):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def _site(s: str):
+    file, _, line = s.rpartition(":")
+    return (file, int(line)) if line.isdigit() else None
+
+
+def with_facts(exc, facts: dict[str, str], symbolizer=None):
+    """`exc` with the attributes of `facts` (symbolizer(hex pc) -> (file, line) or None)."""
+    def ints(s):
+        return tuple(int(x) for x in s.split(","))
+
+    def thread(s):
+        v = ints(s)
+        return Thread(v[:3], v[3], v[4], v[5])
+
+    conv = {"threadgroup": ints, "thread": thread, "other_thread": thread, "index": int, "length": int,
+            "element_size": int, "simdgroup": int, "not_reached": _ids, "waiting": _ids,
+            "site": _site, "sites": lambda s: [_site(x) for x in s.split(";") if x],
+            "operation": lambda s: s if ";" not in s else s.split(";")}
+    for key, value in facts.items():
+        if key.endswith("_pc"):
+            key = key[:-3]
+            exc_value = symbolizer.locate(value) if symbolizer else None
+        elif key in conv:
+            exc_value = conv[key](value)
+        else:
+            exc_value = value
+        if key in _FACT_ATTRS:
+            setattr(exc, key, exc_value)
+    return exc

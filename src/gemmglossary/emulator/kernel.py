@@ -5,66 +5,68 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-import re
-import subprocess
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 from . import build as _build
+from .abi import abi
+from . import workers as _workers
+from .binding import Blob, bind_buffers
 from .errors import (BarrierError, CompileError, DataRaceError, EmulatorError, KernelCrash, KernelTimeoutError,
-                     LaunchError, OutOfBoundsError, PortabilityWarning, SimdgroupDivergenceError)
+                     LaunchError, OutOfBoundsError, PortabilityWarning, SimdgroupDivergenceError, parse_facts,
+                     with_facts)
+from .symbolize import Symbolizer
 
-MAX_THREADS = 1024
+FACTS_SEPARATOR = "\x1f"  # MSLEMU_FACTS_SEPARATOR of mslemu_abi.h
+RECORD_SEPARATOR = b"\x1e"  # MSLEMU_RECORD_SEPARATOR: between the warnings of warn_msg
 
+MAX_THREADS = 1024  # Apple GPUs' maxTotalThreadsPerThreadgroup
 
-class MslemuResult(ctypes.Structure):
-    _fields_ = [("status", ctypes.c_int32), ("warn", ctypes.c_int32), ("sig", ctypes.c_int32),
-                ("pad", ctypes.c_int32), ("msg", ctypes.c_char * 16384), ("warn_msg", ctypes.c_char * 2048),
-                ("oob_msg", ctypes.c_char * 4096), ("err_tg", ctypes.c_int64),
-                ("uninit_msg", ctypes.c_char * 2048)]
+# the exception of each ErrKind of mslemu_abi.h
+_ERROR_CLASSES = {"E_GENERIC": EmulatorError, "E_OOB": OutOfBoundsError, "E_RACE": DataRaceError,
+                  "E_BARRIER": BarrierError, "E_DIVERGE": SimdgroupDivergenceError, "E_TIMEOUT": KernelTimeoutError,
+                  "E_CRASH": KernelCrash, "E_LAUNCH": LaunchError}
+_SCHEDULES = {"lockstep": "SCHED_LOCKSTEP", "simdgroup-major": "SCHED_SIMDGROUP_MAJOR"}
 
-
-class MslemuLaunch(ctypes.Structure):
-    _fields_ = [
-        ("ntg", ctypes.c_uint32 * 3), ("grid", ctypes.c_uint32 * 3), ("tptg", ctypes.c_uint32 * 3),
-        ("dispatch_threads", ctypes.c_int32), ("schedule", ctypes.c_int32), ("seed", ctypes.c_uint64),
-        ("timeout", ctypes.c_double), ("race_check", ctypes.c_int32), ("isolate", ctypes.c_int32),
-        ("buf", ctypes.c_void_p * 32), ("buf_size", ctypes.c_uint64 * 32), ("buf_name", ctypes.c_char_p * 32),
-        ("tgm_size", ctypes.c_uint64 * 32), ("entry", ctypes.c_void_p), ("result", ctypes.POINTER(MslemuResult)),
-        ("oob_reads", ctypes.c_int32), ("workers", ctypes.c_int32),
-    ]
-
-
-class ParamInfo(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_int) for n in ("kind", "index", "gate", "elem_size", "elem_kind", "is_ref", "is_ptr", "as_")]
-
-
-ERRORS = {10: EmulatorError, 11: OutOfBoundsError, 12: DataRaceError, 13: BarrierError, 14: SimdgroupDivergenceError,
-          15: KernelTimeoutError, 16: KernelCrash, 17: LaunchError}
 _libs: dict[str, ctypes.CDLL] = {}
 
 
 def _lib(so: Path) -> ctypes.CDLL:
+    """The loaded shared object, its interface checked against mslemu_abi.h on first load."""
     key = str(so)
     if key not in _libs:
-        _libs[key] = ctypes.CDLL(key, mode=ctypes.RTLD_LOCAL)
+        lib = ctypes.CDLL(key, mode=ctypes.RTLD_LOCAL)
+        abi().check_layout(lib, key)
+        launch_p = ctypes.POINTER(abi().structs["MslemuLaunch"])
+        lib.mslemu_run.argtypes = [launch_p]
+        lib.mslemu_run.restype = ctypes.c_int
+        lib.mslemu_fork_workers.argtypes = [launch_p, ctypes.POINTER(ctypes.c_int32)]
+        lib.mslemu_fork_workers.restype = ctypes.c_int
+        _libs[key] = lib
     return _libs[key]
 
 
 def _is_path(s) -> bool:
-    if isinstance(s, Path):
-        return True
-    return "\n" not in s and (s.endswith(".metal") or s.endswith(".h"))
+    """A Path, or a str without a newline, names a file; source text has at least one newline."""
+    return isinstance(s, os.PathLike) or "\n" not in s
 
 
 def load_kernel(path_or_source, name: str, *, defines=None, function_constants=None, include_dirs=None):
-    """Compile (or fetch from the cache) kernel ``name`` of a .metal file or source string."""
+    """Compile (or fetch from the cache) kernel ``name`` of a .metal file or source string.
+
+    ``path_or_source`` is a file when it is a ``Path`` or a ``str`` without a newline (any
+    extension: ``.metal``, ``.h``...), and Metal source when it is a ``str`` with one."""
+    if not isinstance(path_or_source, (str, os.PathLike)):
+        raise TypeError(f"load_kernel takes a path or Metal source text, not {type(path_or_source).__name__}")
     if _is_path(path_or_source):
         path = Path(path_or_source).resolve()
-        if not path.exists():
-            raise CompileError(f"{path}: no such file")
+        if not path.is_file():
+            what = "is a directory" if path.is_dir() else "no such file"
+            hint = "" if isinstance(path_or_source, os.PathLike) else (
+                " (a str without a newline is read as a file name; Metal source text has at least one newline)")
+            raise CompileError(f"{path}: {what}{hint}")
         source = path.read_text()
         filename = str(path)
         dirs = [str(path.parent)]
@@ -99,25 +101,29 @@ class Kernel:
         lib = _lib(so)
         kid = meta["id"]
         self._entry = ctypes.cast(getattr(lib, f"__mslemu_entry_{kid}"), ctypes.c_void_p).value
-        info = getattr(lib, f"__mslemu_info_{kid}")
-        arr = (ParamInfo * 64)()
-        n = info(arr)
+        param_info = abi().structs["ParamInfo"]
+        arr = (param_info * abi()["MSLEMU_MAX_PARAMS"])()
+        n = getattr(lib, f"__mslemu_info_{kid}")(arr)
         self._info = [arr[i] for i in range(n)]
         mtt = getattr(lib, f"__mslemu_mtt_{kid}")()
         self.max_total_threads_per_threadgroup = int(mtt) if mtt > 0 else MAX_THREADS
-        self._run = lib.mslemu_run
-        self._run.argtypes = [ctypes.POINTER(MslemuLaunch)]
-        self._run.restype = ctypes.c_int
+        self._lib = lib
         self._params = meta["params"]
+        self._bparams = None
+        self._symbolizer = Symbolizer(so, f"kernel '{name}' ({meta.get('file', filename)}:{meta.get('line', '?')})")
 
     @property
     def parameters(self):
-        kinds = {1: "buffer", 2: "threadgroup"}
-        return [(p["name"], kinds.get(p["kind"], p["attr"]), p["index"] if p["kind"] in (1, 2) else None, p["type"])
+        kinds = {abi()["P_BUFFER"]: "buffer", abi()["P_TGMEM"]: "threadgroup"}
+        return [(p["name"], kinds.get(p["kind"], p["attr"]), p["index"] if p["kind"] in kinds else None, p["type"])
                 for p in self._params]
 
     def _buffer_params(self):
-        return [(p, inf) for p, inf in zip(self._params, self._info) if p["kind"] == 1 and inf.gate]
+        """The bound [[buffer(n)]] parameters (not switched off by a function constant), with their ParamInfo."""
+        if self._bparams is None:
+            self._bparams = [(p, inf) for p, inf in zip(self._params, self._info)
+                             if p["kind"] == abi()["P_BUFFER"] and inf.gate]
+        return self._bparams
 
     def __repr__(self) -> str:
         return f"<emulated Metal kernel {self.name!r} from {self.filename}>"
@@ -141,6 +147,42 @@ class Kernel:
         else up to 2 CPUs). Results and diagnostics do not depend on it: each threadgroup
         runs whole in one process, and the error of the lowest-numbered threadgroup is reported.
         """
+        ntg, grid, tptg, dispatch_threads = self._geometry(threads, threadgroups, threads_per_threadgroup)
+        if 0 in grid:
+            return
+        blobs = bind_buffers(self.name, self._buffer_params(), buffers)
+        tgm = self._threadgroup_memory(threadgroup_memory)
+        options = _options(schedule, timeout, race_check, oob_reads, workers, ntg)
+        region = _LaunchRegion(blobs, options["workers"])
+        try:
+            launch = region.fill(self._entry, self.meta["id"], ntg, grid, tptg, dispatch_threads, tgm, options)
+            report = self._execute(launch, region, options)
+            self._report(report, oob_reads)
+            region.write_back(self.name)
+        finally:
+            region.close()
+
+    def _execute(self, launch, region: "_LaunchRegion", options: dict) -> dict:
+        """Run the launch in worker processes (or, for debugging, here); the merged report."""
+        results = region.results()
+        if os.environ.get("GEMMGLOSSARY_EMULATOR_INPROCESS") == "1":
+            # the kernel runs inside this process, for debugging the emulator itself under
+            # gdb: any diagnostic or crash then ends the process
+            self._lib.mslemu_run(ctypes.byref(launch))
+            return _workers.merge(results[:1])
+        pids = _workers.start(self._lib, launch, region.shm, self.so)
+        limit = options["timeout"] + 10 if options["timeout"] > 0 else None  # the workers time out first
+        statuses = _workers.wait(pids, limit)
+        if statuses is None:
+            return {"status": abi()["E_TIMEOUT"], "msg": (f"timeout: the kernel did not finish within "
+                                                         f"{options['timeout']:g} s and was killed").encode(),
+                    "warn_msg": b"", "oob_msg": b"", "uninit_msg": b""}
+        for res, st in zip(results, statuses):
+            _workers.describe_exit(res, st)
+        return _workers.merge(results)
+
+    def _geometry(self, threads, threadgroups, threads_per_threadgroup):
+        """(threadgroups, threads, threads per threadgroup, dispatch_threads) as 3 ints each."""
         if (threads is None) == (threadgroups is None):
             raise LaunchError("give exactly one of threads= (dispatchThreads) or threadgroups= (dispatchThreadgroups)")
         if threads_per_threadgroup is None:
@@ -156,192 +198,186 @@ class Kernel:
                 + "); Metal rejects this launch")
         if threads is not None:
             grid = _dims(threads, "threads")
-            ntg = [(grid[i] + tptg[i] - 1) // tptg[i] for i in range(3)]
-            dispatch_threads = 1
-        else:
-            ntg = _dims(threadgroups, "threadgroups")
-            grid = [ntg[i] * tptg[i] for i in range(3)]
-            dispatch_threads = 0
-        if 0 in grid:
-            return
-        # ---- buffers
-        bparams = self._buffer_params()
-        if len(buffers) == 1 and isinstance(buffers[0], dict):
-            by_index = dict(buffers[0])
-        else:
-            if len(buffers) != len(bparams):
-                names = ", ".join(f"{p['name']} [[buffer({p['index']})]]" for p, _ in bparams)
-                raise LaunchError(f"kernel '{self.name}' takes {len(bparams)} buffers ({names}), got {len(buffers)}")
-            by_index = {p["index"]: b for (p, _), b in zip(bparams, buffers)}
-        blobs = []  # (index, name, bytes, user array or None)
-        unbound = []  # (index, name): buffers left unbound, as MLX's host code leaves some
-        for p, inf in bparams:
-            if by_index.get(p["index"]) is None:
-                unbound.append((p["index"], p["name"]))
-                continue
-            blobs.append((p["index"], p["name"], *_to_bytes(by_index[p["index"]], p, inf)))
-        tgm = [0] * 32
+            return [(grid[i] + tptg[i] - 1) // tptg[i] for i in range(3)], grid, tptg, 1
+        ntg = _dims(threadgroups, "threadgroups")
+        return ntg, [ntg[i] * tptg[i] for i in range(3)], tptg, 0
+
+    def _threadgroup_memory(self, threadgroup_memory) -> list[int]:
+        """Bytes of each [[threadgroup(n)]] buffer (setThreadgroupMemoryLength)."""
+        tgm = [0] * abi()["MSLEMU_MAX_BUFFERS"]
         for p, inf in zip(self._params, self._info):
-            if p["kind"] == 2 and inf.gate:
+            if p["kind"] == abi()["P_TGMEM"] and inf.gate:
                 n = (threadgroup_memory or {}).get(p["index"], 0)
                 if not n:
                     raise LaunchError(f"threadgroup parameter '{p['name']}' [[threadgroup({p['index']})]] has no memory: "
                                       f"pass threadgroup_memory={{{p['index']}: nbytes}} (setThreadgroupMemoryLength)")
-                tgm[p["index"]] = int(n)
-        # ---- shared memory for buffers + result
-        offs = []
-        size = 0
+                tgm[p["index"]] = _count(n, f"threadgroup_memory[{p['index']}]")
+        return tgm
+
+    def _report(self, report: dict, oob_reads: str) -> None:
+        """Warnings for what the specification does not promise; the error, if the run failed."""
+        ok = report["status"] == 0
+        prefix = f"kernel '{self.name}': "
+        for warning in filter(None, report["warn_msg"].split(RECORD_SEPARATOR)):
+            self._warn(prefix, warning)
+        if report["uninit_msg"] and ok:
+            self._warn(prefix, report["uninit_msg"])
+        if report["oob_msg"] and ok:
+            self._warn(prefix + "read outside a buffer (the reads returned 0): out-of-bounds read of ", report["oob_msg"])
+        if not ok:
+            text, facts = self._decode(report["msg"])
+            cls = {abi()[k]: c for k, c in _ERROR_CLASSES.items()}.get(report["status"], EmulatorError)
+            text = text or "kernel failed"
+            unbound = "unbound" in facts or "left that buffer unbound" in text
+            if cls is OutOfBoundsError and oob_reads == "error" and facts.get("access") != "write" and not unbound:
+                text += ("\n(if the kernel only reads out of bounds and discards the values, "
+                         "oob_reads='warn' lets such reads return 0)")
+            raise with_facts(cls(prefix + text), facts, self._symbolizer)
+
+    def _decode(self, raw: bytes) -> tuple[str, dict]:
+        text, _, facts = raw.decode(errors="replace").partition(FACTS_SEPARATOR)
+        return self._symbolizer(text), parse_facts(facts)
+
+    def _warn(self, prefix: str, raw: bytes) -> None:
+        text, facts = self._decode(raw)
+        warnings.warn(with_facts(PortabilityWarning(prefix + text), facts, self._symbolizer), stacklevel=4)
+
+
+class _LaunchRegion:
+    """The launch struct, one result per worker, the buffer names and the buffers, in one
+    region shared with the worker processes. Outputs are copied back only after a
+    successful launch (no half-written outputs)."""
+
+    def __init__(self, blobs: list[Blob], workers: int):
+        a = abi()
+        self.blobs = blobs
+        self.workers = workers
+        launch_t, result_t = a.structs["MslemuLaunch"], a.structs["MslemuResult"]
+        off = _align(ctypes.sizeof(launch_t))
+        self.results_at = off
+        off = _align(off + workers * ctypes.sizeof(result_t))
+        self.names_at = []
         for b in blobs:
-            offs.append(size)
-            size += (len(b[2]) + 63) // 64 * 64 + 64
-        shm = mmap.mmap(-1, max(size, 64))
-        res_mem = mmap.mmap(-1, ctypes.sizeof(MslemuResult))
-        anchor = ctypes.c_char.from_buffer(shm)
-        base = ctypes.addressof(anchor)
-        L = MslemuLaunch()
-        names = []
-        for (idx, name, data, _arr), off in zip(blobs, offs):
-            shm[off:off + len(data)] = data
-            L.buf[idx] = base + off
-            L.buf_size[idx] = len(data)
-            nm = name.encode()
-            names.append(nm)
-            L.buf_name[idx] = nm
-        for idx, name in unbound:  # no memory: an access is an error that names the parameter
-            nm = name.encode()
-            names.append(nm)
-            L.buf_name[idx] = nm
+            self.names_at.append(off)
+            off += len(b.name.encode()) + 1
+        self.buffers_at = []
+        for b in blobs:
+            off = _align(off)
+            self.buffers_at.append(off)
+            off += len(b.data or b"") + 64
+        self.shm = _workers.Region(_align(off))
+
+    def results(self) -> list:
+        result_t = abi().structs["MslemuResult"]
+        return [result_t.from_buffer(self.shm.mm, self.results_at + i * ctypes.sizeof(result_t))
+                for i in range(self.workers)]
+
+    def fill(self, entry, kernel_id: str, ntg, grid, tptg, dispatch_threads, tgm, options: dict):
+        a = abi()
+        mm, base = self.shm.mm, self.shm.base
+        launch = a.structs["MslemuLaunch"].from_buffer(mm, 0)
+        for b, name_at, at in zip(self.blobs, self.names_at, self.buffers_at):
+            nm = b.name.encode() + b"\0"
+            mm[name_at:name_at + len(nm)] = nm
+            launch.buf_name[b.index] = ctypes.cast(base + name_at, ctypes.c_char_p)
+            if b.data is None:  # unbound: a name for the report, no memory
+                continue
+            mm[at:at + len(b.data)] = b.data
+            launch.buf[b.index] = base + at
+            launch.buf_size[b.index] = len(b.data)
         for i in range(3):
-            L.ntg[i], L.grid[i], L.tptg[i] = ntg[i], grid[i], tptg[i]
-        L.dispatch_threads = dispatch_threads
-        if schedule == "lockstep":
-            L.schedule = 0
-        elif schedule == "simdgroup-major":
-            L.schedule = 1
-        elif isinstance(schedule, (tuple, list)) and len(schedule) == 2 and schedule[0] == "random":
-            L.schedule, L.seed = 2, int(schedule[1])
-        else:
-            raise LaunchError(f"unknown schedule {schedule!r}: use 'lockstep', 'simdgroup-major' or ('random', seed)")
-        L.timeout = float(timeout or 0)
-        L.race_check = 1 if race_check else 0
-        # GEMMGLOSSARY_EMULATOR_INPROCESS=1 runs the kernel inside this process, for debugging
-        # the emulator itself under gdb: any diagnostic or crash then ends the process.
-        L.isolate = 0 if os.environ.get("GEMMGLOSSARY_EMULATOR_INPROCESS") == "1" else 1
-        for i in range(32):
-            L.tgm_size[i] = tgm[i]
-        if oob_reads not in ("error", "warn"):
-            raise LaunchError(f"oob_reads must be 'error' or 'warn', not {oob_reads!r}")
-        L.oob_reads = 1 if oob_reads == "warn" else 0
-        L.workers = _workers(workers)
-        L.entry = self._entry
-        res = MslemuResult.from_buffer(res_mem)
-        res.status = -1
-        L.result = ctypes.pointer(res)
-        try:
-            status = self._run(ctypes.byref(L))
-            if res.warn:
-                warnings.warn(PortabilityWarning(f"kernel '{self.name}': {res.warn_msg.decode(errors='replace')}"),
-                              stacklevel=2)
-            if res.uninit_msg and status == 0 and res.status == 0:
-                warnings.warn(PortabilityWarning(
-                    f"kernel '{self.name}': " + self._symbolize(res.uninit_msg.decode(errors="replace"))), stacklevel=2)
-            if res.oob_msg and status == 0 and res.status == 0:
-                warnings.warn(PortabilityWarning(
-                    f"kernel '{self.name}' read outside a buffer (the reads returned 0): "
-                    + self._symbolize(res.oob_msg.decode(errors="replace"))), stacklevel=2)
-            if status != 0 or res.status != 0:
-                msg = self._symbolize(res.msg.decode(errors="replace")) or "kernel failed"
-                cls = ERRORS.get(res.status, EmulatorError)
-                if cls is OutOfBoundsError and oob_reads == "error" and "left that buffer unbound" not in msg:
-                    msg += ("\n(if the kernel only reads out of bounds and discards the values, "
-                            "oob_reads='warn' lets such reads return 0)")
-                raise cls(f"kernel '{self.name}': {msg}")
-            # success: hand the outputs back
-            for (idx, name, data, arr), off in zip(blobs, offs):
-                if arr is None:
-                    continue
-                new = shm[off:off + len(data)]
-                if new != data:
-                    if not arr.flags.writeable:
-                        raise LaunchError(f"kernel '{self.name}' wrote to buffer '{name}', but the array is read-only")
-                    arr[...] = np.frombuffer(new, dtype=arr.dtype).reshape(arr.shape)
-        finally:
-            del L, res, anchor  # the mmaps go away with their last exported pointer
+            launch.ntg[i], launch.grid[i], launch.tptg[i] = ntg[i], grid[i], tptg[i]
+        launch.dispatch_threads = dispatch_threads
+        for i, n in enumerate(tgm):
+            launch.tgm_size[i] = n
+        for k, v in options.items():
+            setattr(launch, k, v)
+        launch.parent_pid = os.getpid()
+        launch.entry = entry
+        launch.entry_symbol = f"__mslemu_entry_{kernel_id}".encode()
+        result_t = a.structs["MslemuResult"]
+        for i, res in enumerate(self.results()):
+            res.status, res.err_tg = -1, -1
+            launch.results[i] = ctypes.cast(base + self.results_at + i * ctypes.sizeof(result_t), ctypes.POINTER(result_t))
+        launch.region_base = base
+        launch.region_size = self.shm.size
+        return launch
 
-    def _symbolize(self, msg: str) -> str:
-        pcs = re.findall(r"\{\{pc:([0-9a-f]+)\}\}", msg)
-        if not pcs:
-            return msg
-        locs = {}
-        try:
-            out = subprocess.run(["addr2line", "-e", str(self.so), "-i", "-a", *[f"0x{p}" for p in pcs]],
-                                 capture_output=True, text=True, timeout=60).stdout
-            cur = None
-            for ln in out.splitlines():
-                if ln.startswith("0x"):
-                    cur = f"{int(ln, 16):x}"
-                    locs.setdefault(cur, [])
-                elif cur is not None:
-                    locs[cur].append(ln.split(" (discriminator")[0].strip())
-        except (OSError, subprocess.SubprocessError):
-            pass
+    def write_back(self, kernel: str) -> None:
+        for b, at in zip(self.blobs, self.buffers_at):
+            if b.array is None:
+                continue
+            new = self.shm.mm[at:at + len(b.data)]
+            if new != b.data:
+                if not b.array.flags.writeable:
+                    raise LaunchError(f"kernel '{kernel}' wrote to buffer '{b.name}', but the array is read-only")
+                b.array[...] = np.frombuffer(new, dtype=b.array.dtype).reshape(b.array.shape)
 
-        def best(pc: str) -> str:
-            frames = locs.get(pc, [])
-            for f in frames:
-                if "??" in f or str(_build.SHIM_DIR) in f or "kernel.cpp:" in f or "runtime.cpp:" in f:
-                    continue
-                return f
-            return "an unknown location (no line information)"
-
-        return re.sub(r"\{\{pc:([0-9a-f]+)\}\}", lambda m: best(m.group(1)), msg)
+    def close(self) -> None:
+        self.shm.close()
 
 
-def _workers(w) -> int:
+def _align(n: int, to: int = 64) -> int:
+    return (n + to - 1) // to * to
+
+
+def _options(schedule, timeout, race_check, oob_reads, workers, ntg) -> dict:
+    """The MslemuLaunch fields of the launch's keyword options."""
+    if isinstance(schedule, str) and schedule in _SCHEDULES:
+        sched, seed = abi()[_SCHEDULES[schedule]], 0
+    elif isinstance(schedule, (tuple, list)) and len(schedule) == 2 and schedule[0] == "random":
+        sched, seed = abi()["SCHED_RANDOM"], _count(schedule[1], "the random schedule's seed")
+    else:
+        raise LaunchError(f"unknown schedule {schedule!r}: use 'lockstep', 'simdgroup-major' or ('random', seed)")
+    if oob_reads not in ("error", "warn"):
+        raise LaunchError(f"oob_reads must be 'error' or 'warn', not {oob_reads!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+        raise LaunchError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    total = ntg[0] * ntg[1] * ntg[2]
+    return {
+        "schedule": sched, "seed": seed, "timeout": float(timeout or 0), "race_check": 1 if race_check else 0,
+        "oob_reads": 1 if oob_reads == "warn" else 0,
+        # no more workers than threadgroups, at most MSLEMU_MAX_WORKERS
+        "workers": max(1, min(_worker_count(workers), abi()["MSLEMU_MAX_WORKERS"], total)),
+    }
+
+
+def _worker_count(w) -> int:
     if w is None:
         env = os.environ.get("GEMMGLOSSARY_EMULATOR_WORKERS")
         if env:
             return max(1, int(env))
         try:
             n = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):  # pragma: no cover
+        except (AttributeError, OSError):  # no sched_getaffinity on macOS
             n = os.cpu_count() or 1
         return max(1, min(2, n))
-    return max(1, int(w))
+    return max(1, _count(w, "workers"))
+
+
+def _count(v, what: str) -> int:
+    """A non-negative integer; floats (16.5, and 16.0 too) are refused rather than truncated."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise LaunchError(f"{what} must be an integer, got {v!r} ({type(v).__name__})")
+    if v < 0:
+        raise LaunchError(f"{what} must not be negative, got {v}")
+    return int(v)
 
 
 def _dims(v, what: str) -> list[int]:
-    if isinstance(v, (int, np.integer)):
-        v = (int(v),)
-    v = [int(x) for x in v]
-    if not 1 <= len(v) <= 3 or any(x < 0 for x in v):
+    """1 to 3 non-negative integers, padded with 1s to 3."""
+    if isinstance(v, (int, np.integer, float, np.floating)):
+        v = (v,)
+    try:
+        v = list(v)
+    except TypeError:
+        raise LaunchError(f"{what} must be 1 to 3 non-negative integers, got {v!r}") from None
+    if not 1 <= len(v) <= 3:
         raise LaunchError(f"{what} must be 1 to 3 non-negative integers, got {v}")
-    return v + [1] * (3 - len(v))
-
-
-_KIND_DTYPES = {(1, 1): np.int8, (1, 2): np.int16, (1, 4): np.int32, (1, 8): np.int64,
-                (2, 1): np.uint8, (2, 2): np.uint16, (2, 4): np.uint32, (2, 8): np.uint64,
-                (3, 2): np.float16, (3, 4): np.float32, (3, 8): np.float64, (4, 1): np.bool_}
-
-
-def _to_bytes(obj, p: dict, inf: ParamInfo):
-    """(bytes, array to write back or None)."""
-    if isinstance(obj, np.ndarray):
-        arr = obj
-        return np.ascontiguousarray(arr).tobytes(), arr
-    if isinstance(obj, (bytes, bytearray, memoryview)):
-        return bytes(obj), None
-    if isinstance(obj, np.void):
-        return obj.tobytes(), None
-    if isinstance(obj, (bool, int, float, np.generic)):
-        dt = _KIND_DTYPES.get((inf.elem_kind, inf.elem_size))
-        if dt is None:
-            raise LaunchError(f"cannot pass the scalar {obj!r} to parameter '{p['name']}' ({p['type']}); "
-                              f"pass a numpy array or bytes")
-        return np.array(obj).astype(dt).tobytes(), None
-    if isinstance(obj, (list, tuple)):
-        dt = _KIND_DTYPES.get((inf.elem_kind, inf.elem_size))
-        if dt is None:
-            raise LaunchError(f"cannot convert {type(obj).__name__} for parameter '{p['name']}'")
-        return np.asarray(obj, dtype=dt).tobytes(), None
-    raise LaunchError(f"cannot bind {type(obj).__name__} to parameter '{p['name']}' ({p['type']})")
+    out = []
+    for x in v:
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 0:
+            raise LaunchError(f"{what} must be 1 to 3 non-negative integers, got {tuple(v)}"
+                              + (f" ({x!r} is a {type(x).__name__}: use // for sizes)" if isinstance(x, float) else ""))
+        out.append(int(x))
+    return out + [1] * (3 - len(out))

@@ -10,22 +10,28 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from .abi import abi
 from .errors import CompileError
 from ..msl.lexer import Tok, assign_lines, join, tokenize
 
-ADDRESS_SPACES = {"device": 1, "constant": 2, "threadgroup": 3, "thread": 0,
-                  "threadgroup_imageblock": 0, "ray_data": 0, "object_data": 0}
+# each address-space qualifier and its AddressSpace (mslemu_abi.h); the last three are thread memory here
+ADDRESS_SPACES = {q: abi()[a] for q, a in {
+    "device": "AS_DEVICE", "constant": "AS_CONSTANT", "threadgroup": "AS_THREADGROUP", "thread": "AS_THREAD",
+    "threadgroup_imageblock": "AS_THREAD", "ray_data": "AS_THREAD", "object_data": "AS_THREAD"}.items()}
 STD_ATTRS = {"maybe_unused", "nodiscard", "likely", "unlikely", "fallthrough", "noreturn", "deprecated"}
 BUILTIN_TYPE_WORDS = {"unsigned", "signed", "long", "short", "int", "char", "float", "double", "bool", "void"}
 
-ATTR_KINDS = {
-    "thread_position_in_grid": 10, "thread_position_in_threadgroup": 11, "threadgroup_position_in_grid": 12,
-    "threads_per_threadgroup": 13, "threadgroups_per_grid": 14, "threads_per_grid": 15,
-    "thread_index_in_threadgroup": 16, "thread_index_in_simdgroup": 17, "simdgroup_index_in_threadgroup": 18,
-    "simdgroups_per_threadgroup": 19, "thread_execution_width": 20, "threads_per_simdgroup": 20,
-    "grid_origin": 21, "thread_index_in_quadgroup": 22, "quadgroup_index_in_threadgroup": 23,
-    "quadgroups_per_threadgroup": 24,
-}
+# each thread-position attribute and the ParamKind (mslemu_abi.h) that binds it
+ATTR_KINDS = {attr: abi()[kind] for attr, kind in {
+    "thread_position_in_grid": "P_TPIG", "thread_position_in_threadgroup": "P_TPITG",
+    "threadgroup_position_in_grid": "P_TGPIG", "threads_per_threadgroup": "P_TPTG",
+    "threadgroups_per_grid": "P_TGPG", "threads_per_grid": "P_TPG", "thread_index_in_threadgroup": "P_TIITG",
+    "thread_index_in_simdgroup": "P_LANE", "simdgroup_index_in_threadgroup": "P_SGITG",
+    "simdgroups_per_threadgroup": "P_SGPTG", "thread_execution_width": "P_WIDTH", "threads_per_simdgroup": "P_WIDTH",
+    "grid_origin": "P_ORIGIN", "thread_index_in_quadgroup": "P_QLANE", "quadgroup_index_in_threadgroup": "P_QGITG",
+    "quadgroups_per_threadgroup": "P_QGPTG",
+}.items()}
+P_NONE, P_BUFFER, P_TGMEM = abi()["P_NONE"], abi()["P_BUFFER"], abi()["P_TGMEM"]
 # position/size vectors that must agree in arity (Apple's compiler rule)
 VECTOR_ATTRS = {"thread_position_in_grid", "thread_position_in_threadgroup", "threadgroup_position_in_grid",
                 "threads_per_threadgroup", "threadgroups_per_grid", "threads_per_grid", "grid_origin"}
@@ -35,7 +41,7 @@ VECTOR_ATTRS = {"thread_position_in_grid", "thread_position_in_threadgroup", "th
 class Param:
     name: str
     type: str
-    kind: int  # 1 buffer, 2 threadgroup memory, >=10 attribute
+    kind: int  # a ParamKind of mslemu_abi.h: P_BUFFER, P_TGMEM or a thread attribute
     index: int
     attr: str
     gate: str | None
@@ -712,26 +718,26 @@ class Rewriter:
             pname = toks[name_i].text
             ptype = _text(toks, a, name_i - 1)
             t0 = toks[_sig(toks, a)]
-            kind, index, attr, gate = 0, -1, "", None
+            kind, index, attr, gate = P_NONE, -1, "", None
             for n, arg in attr_items:
                 if n == "buffer":
-                    kind, index, attr = 1, _int_arg(arg, t0, self), "buffer"
+                    kind, index, attr = P_BUFFER, _int_arg(arg, t0, self), "buffer"
                 elif n == "threadgroup":
-                    kind, index, attr = 2, _int_arg(arg, t0, self), "threadgroup"
+                    kind, index, attr = P_TGMEM, _int_arg(arg, t0, self), "threadgroup"
                 elif n in ATTR_KINDS:
                     kind, attr = ATTR_KINDS[n], n
                 elif n == "function_constant":
                     gate = arg
                 elif n in ("texture", "sampler"):
                     raise self.err(t0, f"textures and samplers are not supported by the emulator (parameter '{pname}')")
-            if kind == 0:
+            if kind == P_NONE:
                 words = set(re.findall(r"[A-Za-z_]\w*", ptype))
                 if words & {"device", "constant"}:
                     pending.append(len(params))
-                    kind, attr = 1, "buffer"
+                    kind, attr = P_BUFFER, "buffer"
                 else:
                     raise self.err(t0, f"kernel parameter '{pname}' has no [[buffer(n)]] or thread attribute")
-            if kind == 1:
+            if kind == P_BUFFER:
                 used_buffers.add(index)
             params.append(Param(pname, ptype, kind, index, attr, gate, t0.line, t0.file))
         nxt = 0

@@ -1,12 +1,14 @@
 // gemmglossary Metal emulator runtime: fibers, per-threadgroup scheduler, barriers,
 // simd-group rendezvous, diagnostics and process isolation. Original code.
 //
-// Sections, in order: the launch/result structs shared with kernel.py; the context switch
+// Sections, in order: the layout of the structs shared with kernel.py (mslemu_abi.h); the context switch
 // (context_switch.h); this process's run state; reports (message pieces, finish, fail);
 // barriers and simd-group rendezvous; deferred simdgroup multiplies (flush_combine);
 // threadgroup memory and its diagnostics (oob, race, uninit_read); the scheduler
-// (fibers, pick, deadlock, run_threadgroup); signals (timeout, crash); run_all (this
-// process's threadgroups); worker processes (run_isolated) and mslemu_run, the entry.
+// (fibers, pick, deadlock, run_threadgroup); signals (the tick: timeout and a vanished
+// caller; crashes); run_all (this process's threadgroups); the entry points: mslemu_run
+// (in the caller, for debugging), mslemu_fork_workers and mslemu_worker (a spawned worker).
+// kernel.py starts the workers, waits for them and merges their results.
 #include <csignal>
 #include <cstdarg>
 #include <cstdio>
@@ -20,8 +22,10 @@
 #include <unistd.h>
 #include <string>
 #include <vector>
-#include <poll.h>
 #include <sys/syscall.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #include "mslemu_rt.h"
 
@@ -37,38 +41,31 @@ alignas(64) char zero_block[4096];
 
 using namespace mslemu;
 
-extern "C" {
-struct MslemuResult {
-  int32_t status;
-  int32_t warn;
-  int32_t sig;
-  int32_t pad;
-  char msg[16384];
-  char warn_msg[2048];
-  char oob_msg[4096];
-  int64_t err_tg;
-  char uninit_msg[2048];  // linear index of the threadgroup that failed (-1: none / outside one)
-};
-
-struct MslemuLaunch {
-  uint32_t ntg[3];
-  uint32_t grid[3];
-  uint32_t tptg[3];
-  int32_t dispatch_threads;
-  int32_t schedule;
-  uint64_t seed;
-  double timeout;
-  int32_t race_check;
-  int32_t isolate;
-  void* buf[32];
-  uint64_t buf_size[32];
-  const char* buf_name[32];
-  uint64_t tgm_size[32];
-  void (*entry)(void);
-  MslemuResult* result;
-  int32_t oob_reads;
-  int32_t workers;
-};
+// ------------------------------------------------------------------ the interface with kernel.py
+// MslemuLaunch, MslemuResult and ParamInfo are described in mslemu_abi.h; this table says
+// where the compiler put their fields, so that abi.py can check its reading of the header.
+extern "C" __attribute__((visibility("default"))) const AbiField* mslemu_abi_layout(int* n) {
+#define MSLEMU_PROBE_FIELD(type, name) {#type, #name, offsetof(PROBED, name), sizeof(((PROBED*)nullptr)->name)},
+#define MSLEMU_PROBE_ARRAY(type, name, count) MSLEMU_PROBE_FIELD(type, name)
+  static const AbiField rows[] = {
+    {"struct", "AbiField", 0, sizeof(AbiField)},
+#define PROBED MslemuResult
+    {"struct", "MslemuResult", 0, sizeof(MslemuResult)},
+    MSLEMU_RESULT_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED MslemuLaunch
+    {"struct", "MslemuLaunch", 0, sizeof(MslemuLaunch)},
+    MSLEMU_LAUNCH_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED ParamInfo
+    {"struct", "ParamInfo", 0, sizeof(ParamInfo)},
+    MSLEMU_PARAM_INFO_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+  };
+#undef MSLEMU_PROBE_FIELD
+#undef MSLEMU_PROBE_ARRAY
+  *n = (int)(sizeof rows / sizeof *rows);
+  return rows;
 }
 
 // ------------------------------------------------------------------ context switch
@@ -89,8 +86,10 @@ static uint32_t barrier_arrivals; // live threads waiting at a threadgroup_barri
 static bool returned_warned;      // the returned-before-a-barrier warning is given once per launch
 struct SimdgroupCount { uint32_t live, arrived; };  // lanes not yet returned; lanes waiting at a simd-group op
 static SimdgroupCount sg_count[32];
-static MslemuLaunch* launch;      // the caller's launch description
+static MslemuLaunch* launch;      // the launch description (in the shared region)
 static MslemuResult* result;      // where this process reports (each worker has its own)
+static bool in_worker;            // a worker process (else the caller itself, for debugging)
+static uint8_t* returned_while_waited;  // per thread: returned while others waited at a barrier
 static uint64_t schedule_rng;     // xorshift state of the random schedule, seeded per threadgroup
 static uint32_t lockstep_cursor;  // next thread to run in the lockstep schedule
 static int worker_index = 0, worker_count = 1;  // this process runs threadgroups worker_index, +worker_count, ...
@@ -99,6 +98,15 @@ static uintptr_t so_base;         // load address of the kernel's shared object:
 static std::vector<ucontext_t> uctx;
 static ucontext_t sched_uc;
 #endif
+
+// Threadgroup memory: the first half of the arena; the second half is a read-only block of
+// zeros that an out-of-bounds access is pointed at (see mslemu::oob), inside the race
+// shadow's range so that threadgroup accesses through it need no special case.
+static const uint64_t TG_MEMORY_BYTES = 32768;  // what Apple GPUs give a threadgroup
+static char* oob_zone() { return ctx.arena + TG_MEMORY_BYTES; }
+static bool in_oob_zone(const void* p) {
+  return ctx.arena && (const char*)p >= oob_zone() && (const char*)p < oob_zone() + TG_MEMORY_BYTES;
+}
 
 struct TgRegion { char* p; uint64_t size; const char* name; uint32_t esize, nd, dims[4]; };
 static TgRegion tg_regions[128];
@@ -115,13 +123,37 @@ static std::string tg_str() { return fmt("threadgroup (%u,%u,%u)", ctx.tg_pos[0]
 static std::string th_str(const Fiber* f) {
   return fmt("thread (%u,%u,%u) [index %u, simdgroup %u lane %u]", f->pos[0], f->pos[1], f->pos[2], f->tid, f->sg, f->lane);
 }
+static std::string site(const char* file, int line) { return fmt("%s:%d", file ? file : "?", line); }
 
-[[noreturn]] static void finish(int kind, const std::string& m) {
+// The facts of a report, as `key=value` lines after the text (mslemu_abi.h): what kernel.py
+// turns into attributes, so that programs need not parse the wording.
+struct Facts {
+  std::string s;
+  Facts& add(const char* key, const std::string& value) { s += key; s += '='; s += value; s += '\n'; return *this; }
+  Facts& thread(const char* key, const Fiber* f) {
+    return add(key, fmt("%u,%u,%u,%u,%u,%u", f->pos[0], f->pos[1], f->pos[2], f->tid, f->sg, f->lane));
+  }
+  Facts& pc(const char* key, const void* p) { return add(key, fmt("%lx", (unsigned long)((uintptr_t)p - so_base))); }
+  Facts& where(const Fiber* f) {  // the threadgroup and, if one is running, the thread
+    add("threadgroup", fmt("%u,%u,%u", ctx.tg_pos[0], ctx.tg_pos[1], ctx.tg_pos[2]));
+    return f ? thread("thread", f) : *this;
+  }
+};
+
+static void write_report(char* buf, size_t size, const std::string& text, const Facts& facts) {
+  snprintf(buf, size, "%s%c%s", text.c_str(), MSLEMU_FACTS_SEPARATOR, facts.s.c_str());
+}
+
+static void flush_pending_oob();
+static void resolve_pending_race();
+
+// The end of this process's run with an error. A pending out-of-bounds read happened first,
+// so it is the one reported.
+[[noreturn]] static void finish(int kind, const std::string& m, const Facts& facts = Facts()) {
+  if (kind != E_OOB) flush_pending_oob();
   result->status = kind;
-  snprintf(result->msg, sizeof result->msg, "%s", m.c_str());
-  if (launch->isolate) _exit(kind);
-  // in-process mode (debugging only): abort the whole run
-  fprintf(stderr, "%s\n", m.c_str());
+  write_report(result->msg, sizeof result->msg, m, facts);
+  if (!in_worker) fprintf(stderr, "%s\n", m.c_str());  // in-process mode (debugging only): the run ends here
   _exit(kind);
 }
 
@@ -130,12 +162,31 @@ static std::string th_str(const Fiber* f) {
   va_list ap; va_start(ap, f); vsnprintf(b, sizeof b, f, ap); va_end(ap);
   std::string m = b;
   if (ctx.cur) m += " (in " + tg_str() + ", " + th_str(ctx.cur) + ")";
-  finish(kind, m);
+  finish(kind, m, Facts().where(ctx.cur));
 }
 
-// collective op codes the runtime itself acts on (the others belong to the shim's combine functions)
-static const int OP_MMA = 15;             // a flush of the queued simdgroup matrix multiplies
-static const int OP_SIMD_BARRIER = 100;   // simdgroup_barrier: a rendezvous with nothing to compute
+// PortabilityWarnings: records (text, facts) in warn_msg, separated by
+// MSLEMU_RECORD_SEPARATOR, once per source line that caused them
+static void add_warning(const char* file, int line, const std::string& text, const Facts& facts) {
+  static const char* seen_file[64];
+  static int seen_line[64], nseen;
+  for (int i = 0; i < nseen; ++i) if (seen_line[i] == line && seen_file[i] == file) return;
+  if (nseen < 64) { seen_file[nseen] = file; seen_line[nseen] = line; ++nseen; }
+  char rec[4096];
+  write_report(rec, sizeof rec, text, facts);
+  size_t used = strlen(result->warn_msg), n = strlen(rec);
+  if (used + n + 2 > sizeof result->warn_msg) return;
+  if (used) result->warn_msg[used++] = MSLEMU_RECORD_SEPARATOR;
+  memcpy(result->warn_msg + used, rec, n + 1);
+  result->warn = 1;
+}
+
+// warnings from the shim's library code (e.g. a simd-group read of an inactive lane)
+void mslemu::portability(const char* file, int line, const char* f, ...) {
+  char b[1024];
+  va_list ap; va_start(ap, f); vsnprintf(b, sizeof b, f, ap); va_end(ap);
+  add_warning(file, line, b, Facts().add("kind", "library").where(ctx.cur).add("site", site(file, line)));
+}
 
 static const char* op_name(int op) {
   static const char* names[] = {"?", "simd_sum", "simd_product", "simd_max", "simd_min", "simd_shuffle", "simd_shuffle_xor",
@@ -144,6 +195,7 @@ static const char* op_name(int op) {
                                 "simdgroup matrix multiply", "simd_and", "simd_or", "simd_xor", "simd_shuffle_rotate_down",
                                 "simd_shuffle_rotate_up", "simd_is_first"};
   if (op == OP_SIMD_BARRIER) return "simdgroup_barrier";
+  if (op == OP_TENSOR_MATMUL2D) return "matmul2d::run";
   if (op > 0 && op < (int)(sizeof names / sizeof *names)) return names[op];
   return "simd-group function";
 }
@@ -162,8 +214,6 @@ static std::string id_list(const std::vector<uint32_t>& ids) {
   }
   return s;
 }
-
-static std::string site(const char* file, int line) { return fmt("%s:%d", file ? file : "?", line); }
 
 // group waiting fibers by what they wait at
 static std::string describe_waiting(int sg_only) {
@@ -216,6 +266,34 @@ static void yield_() {
 #endif
 }
 
+static std::string thread_ids(int state) {
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == state) ids.push_back(i);
+  return id_list(ids);
+}
+
+// A data race with a thread that waits at a barrier is held back until the barrier is
+// released (resolve_pending_race): if the racing thread returned meanwhile, the barrier is
+// the defect (one under a condition that only some threads meet); if it arrived, the race
+// is real.
+struct PendingRace { bool set; uint32_t racer; const char* bfile; int bline; std::string text; Facts facts; };
+static PendingRace pending_race;
+
+static void resolve_pending_race() {
+  if (!pending_race.set) return;
+  PendingRace& r = pending_race;
+  ctx.cur = nullptr;
+  if (!returned_while_waited[r.racer]) finish(E_RACE, r.text, r.facts);
+  std::string gone = thread_ids(F_DONE), waiting = thread_ids(F_BARRIER);
+  Facts facts = r.facts;
+  facts.add("sites", site(r.bfile, r.bline)).add("not_reached", gone).add("waiting", waiting);
+  finish(E_BARRIER, "threadgroup_barrier at " + site(r.bfile, r.bline) + " in " + tg_str() +
+                        " is not reached by every thread: threads " + gone + " returned without reaching it while " +
+                        "threads " + waiting + " waited there (is it under a condition only some threads meet?); "
+                        "every thread of a threadgroup must reach each threadgroup_barrier. It showed as a data race: " +
+                        r.text, facts);
+}
+
 static void release_barrier() {
   Fiber* first = nullptr;
   int flags = 0;
@@ -228,17 +306,20 @@ static void release_barrier() {
       ctx.cur = nullptr;
       finish(E_BARRIER, "threadgroup_barrier divergence in " + tg_str() + ": live threads wait at different barriers (" +
                             site(first->wfile, first->wline) + " and " + site(f->wfile, f->wline) +
-                            "); every live thread of a threadgroup must reach the same barrier:" + describe_waiting(-1));
+                            "); every live thread of a threadgroup must reach the same barrier:" + describe_waiting(-1),
+             Facts().where(nullptr).add("sites", site(first->wfile, first->wline) + ";" + site(f->wfile, f->wline)));
     }
   }
+  resolve_pending_race();
   if (live_threads < tg_threads && !returned_warned) {
     returned_warned = true;
-    std::vector<uint32_t> done;
-    for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_DONE) done.push_back(i);
-    portability(first->wfile, first->wline,
-                "threads %s of %s returned before the threadgroup_barrier at %s; Apple GPUs let returned threads skip "
-                "barriers, but the Metal specification requires every thread to reach them (not portable)",
-                id_list(done).c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str());
+    std::string gone = thread_ids(F_DONE);
+    add_warning(first->wfile, first->wline,
+                 fmt("threads %s of %s returned before the threadgroup_barrier at %s that the other threads waited at; "
+                     "the Metal specification requires every thread of a threadgroup to reach each barrier (not portable)",
+                     gone.c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str()),
+                 Facts().add("kind", "returned-before-barrier").where(nullptr)
+                     .add("site", site(first->wfile, first->wline)).add("threads", gone));
   }
   if (flags & 2) { ctx.tg_sync = ++ctx.clock; }
   for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_BARRIER) fibers[i].state = F_READY;
@@ -247,6 +328,7 @@ static void release_barrier() {
 
 void mslemu::barrier(int flags, const char* file, int line) {
   Fiber* f = ctx.cur;
+  flush_pending_oob();
   if (f->nq) mma_flush(file, line);
   f->state = F_BARRIER; f->wfile = file; f->wline = line; f->wop = flags;
   if (++barrier_arrivals == live_threads) release_barrier();
@@ -272,7 +354,10 @@ static bool same_collective_site(const Fiber* f0, uint32_t n) {
   finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: lanes reach different simd-group operations "
                         "(%s at %s and %s at %s); all active lanes must execute the same one:",
                         tg_str().c_str(), sg, op_name(a->wop), site(a->wfile, a->wline).c_str(),
-                        op_name(b->wop), site(b->wfile, b->wline).c_str()) + describe_waiting(sg));
+                        op_name(b->wop), site(b->wfile, b->wline).c_str()) + describe_waiting(sg),
+         Facts().where(nullptr).add("simdgroup", fmt("%u", sg))
+             .add("sites", site(a->wfile, a->wline) + ";" + site(b->wfile, b->wline))
+             .add("operation", std::string(op_name(a->wop)) + ";" + op_name(b->wop)));
 }
 
 // the lanes of simdgroup `sg`: how many the threadgroup has (the last simdgroup may be short)
@@ -304,6 +389,7 @@ static void complete_sg(uint32_t sg) {
 
 void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
   Fiber* f = ctx.cur;
+  flush_pending_oob();
   if (f->nq && op != OP_MMA) mma_flush(file, line);
   f->state = F_SIMD; f->wfile = file; f->wline = line; f->wop = op; f->cextra = (const void*)fn;
   if (++sg_count[f->sg].arrived == sg_count[f->sg].live) complete_sg(f->sg);
@@ -466,9 +552,9 @@ void mslemu::mma_flush(const char* file, int line) {
 void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_t esize, uint32_t nd,
                        const uint32_t* dims) {
   uint64_t off = (ctx.arena_used + align - 1) / align * align;
-  if (off + bytes > 32768)
-    fail(E_LAUNCH, "threadgroup memory exhausted: '%s' needs %llu bytes at offset %llu, but Apple GPUs provide 32768 bytes per threadgroup",
-         name, (unsigned long long)bytes, (unsigned long long)off);
+  if (off + bytes > TG_MEMORY_BYTES)
+    fail(E_LAUNCH, "threadgroup memory exhausted: '%s' needs %llu bytes at offset %llu, but Apple GPUs provide %llu bytes per threadgroup",
+         name, (unsigned long long)bytes, (unsigned long long)off, (unsigned long long)TG_MEMORY_BYTES);
   ctx.arena_used = off + bytes;
   if (tg_region_count < 128) {
     TgRegion& rg = tg_regions[tg_region_count++];
@@ -500,6 +586,14 @@ static std::string tg_element(const void* p) {
   return "(unknown threadgroup memory)";
 }
 
+// the declared name of the threadgroup variable holding p ("" if none)
+static std::string tg_region_name(const void* p) {
+  const char* c = (const char*)p;
+  for (int i = 0; i < tg_region_count; ++i)
+    if (c >= tg_regions[i].p && c < tg_regions[i].p + tg_regions[i].size) return tg_regions[i].name;
+  return "";
+}
+
 const char* mslemu::buffer_name_for(const void* p, const void** lo, const void** hi) {
   const char* c = (const char*)p;
   for (int strict = 1; strict >= 0; --strict) {
@@ -510,7 +604,7 @@ const char* mslemu::buffer_name_for(const void* p, const void** lo, const void**
         return tg_regions[i].name;
       }
     }
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) {
       const char* b = (const char*)ctx.buf[i];
       if (!b) continue;
       const char* e = b + ctx.buf_size[i];
@@ -524,72 +618,111 @@ const char* mslemu::buffer_name_for(const void* p, const void** lo, const void**
   return "memory outside every buffer";
 }
 
-alignas(64) static char poison[4096];
+// An access outside its buffer. Whether it reads or writes is not known when the pointer is
+// checked (operator[] hands out a reference), so the check points it at the read-only zeros
+// of oob_zone() and remembers it: a write faults there (on_signal reports "write"); a read
+// goes through, and is reported as one at the next point where the runtime runs again (the
+// next check, barrier or simd-group function, the thread's return, a signal).
+struct OobAccess {
+  bool pending;          // reported neither as a read nor as a write yet
+  bool valid;            // `where` describes the last out-of-bounds access
+  std::string where;     // "'name': element index ... at {{pc}} in threadgroup ..., thread ..."
+  Facts facts;
+};
+static OobAccess last_oob;
+
+[[noreturn]] static void report_oob(const char* access) {
+  last_oob.pending = false;
+  ctx.cur = nullptr;
+  std::string m = std::string("out-of-bounds ") + access + " " + last_oob.where;
+  if (ctx.oob_lenient && !strcmp(access, "write to"))
+    m += " (reads outside buffers were allowed by oob_reads='warn', writes are not)";
+  Facts f = last_oob.facts;
+  f.add("access", !strcmp(access, "read of") ? "read" : !strcmp(access, "write to") ? "write" : "unknown");
+  finish(E_OOB, m, f);
+}
+
+// the pending out-of-bounds access turned out to be a read
+static void flush_pending_oob() {
+  if (!last_oob.pending) return;
+  if (!ctx.oob_lenient) report_oob("read of");
+  last_oob.pending = false;
+  if (!result->oob_msg[0]) {
+    Facts f = last_oob.facts;
+    write_report(result->oob_msg, sizeof result->oob_msg, last_oob.where, f.add("kind", "oob-read").add("access", "read"));
+  }
+}
 
 void* mslemu::oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem, const char* name, int) {
-  std::string m;
+  flush_pending_oob();
+  Facts f;
+  f.where(ctx.cur).pc("site_pc", pc).add("buffer", name).add("element_size", fmt("%zu", elem));
+  std::string where;
   if (!lo && !hi) {
-    m = fmt("invalid memory access: address %p is not inside any bound buffer ('%s') at ", p, name) + pcs(pc);
+    where = fmt("'%s': address %p is not inside any bound buffer at ", name, p) + pcs(pc);
   } else {
     long long idx = ((const char*)p - (const char*)lo);
     long long n = ((const char*)hi - (const char*)lo) / (long long)elem;
     if (idx >= 0) idx /= (long long)elem; else idx = -((-idx + (long long)elem - 1) / (long long)elem);
-    m = fmt("out-of-bounds access to '%s': element index %lld is outside the valid range [0, %lld) (%zu-byte elements) at ",
-            name, idx, n, elem) + pcs(pc);
+    where = fmt("'%s': element index %lld is outside the valid range [0, %lld) (%zu-byte elements) at ",
+                name, idx, n, elem) + pcs(pc);
+    f.add("index", fmt("%lld", idx)).add("length", fmt("%lld", n));
   }
-  m += " in " + tg_str() + ", " + th_str(ctx.cur);
-  if (ctx.oob_lenient && elem <= sizeof poison) {
-    // reads outside a buffer give zeros; a write is caught when the run ends
-    if (!result->oob_msg[0]) snprintf(result->oob_msg, sizeof result->oob_msg, "%s", m.c_str());
-    return poison;
-  }
-  finish(E_OOB, m);
+  where += " in " + tg_str() + ", " + th_str(ctx.cur);
+  last_oob = {true, true, where, f};
+  if (elem > TG_MEMORY_BYTES) report_oob("access to");  // too large for the zone: read or write unknown
+  return oob_zone();
+}
+
+static const char* race_verb(int kind, bool me) {
+  // kind 1: I read what the other wrote; 2: I write what the other wrote; 3: I write what the other read
+  if (me) return kind == 1 ? "reads" : "writes";
+  return kind == 3 ? "read" : "wrote";
 }
 
 void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, uint32_t pc_other_off) {
+  if (in_oob_zone(p)) return;  // an out-of-bounds access, reported as such
   const void* pc_other = (const void*)(ctx.pc_base + pc_other_off);
   Fiber* me = ctx.cur;
   Fiber* o = &fibers[other];
-  const char* what = kind == 1 ? "reads" : "writes";
-  const char* other_what = kind == 3 ? "read" : "wrote";
-  std::string m = fmt("data race on threadgroup memory %s in %s: ", tg_element(p).c_str(), tg_str().c_str());
-  m += th_str(me) + " " + what + " it at " + pcs(pc_now) + ", but " + th_str(o) + " " + other_what + " it at " +
-       pcs(pc_other) + " with no threadgroup_barrier(mem_flags::mem_threadgroup) in between";
-  finish(E_RACE, m);
+  if (pending_race.set && o->state == F_BARRIER) return;  // one held-back race is enough
+  std::string element = tg_element(p);
+  std::string m = fmt("data race on threadgroup memory %s in %s: ", element.c_str(), tg_str().c_str());
+  m += th_str(me) + " " + race_verb(kind, true) + " it at " + pcs(pc_now) + ", but " + th_str(o) + " " +
+       race_verb(kind, false) + " it at " + pcs(pc_other) + " with no threadgroup_barrier(mem_flags::mem_threadgroup) in between";
+  Facts f;
+  f.where(me).pc("site_pc", pc_now).add("memory", tg_region_name(p)).add("element", element)
+      .add("access", kind == 1 ? "read" : "write").thread("other_thread", o).pc("other_site_pc", pc_other)
+      .add("other_access", kind == 3 ? "read" : "write");
+  if (o->state == F_BARRIER) {  // decided when that barrier is released
+    pending_race = {true, me->tid, o->wfile, o->wline, m, f};
+    return;
+  }
+  finish(E_RACE, m, f);
 }
 
 void mslemu::uninit_read(const void* p, const void* pc) {
   static uint64_t reported_gen = 0;
-  if (result->uninit_msg[0] || reported_gen == ctx.tg_gen + 1) return;
+  if (in_oob_zone(p) || result->uninit_msg[0] || reported_gen == ctx.tg_gen + 1) return;
   reported_gen = ctx.tg_gen + 1;
-  std::string m = fmt("%s reads threadgroup memory %s at ", th_str(ctx.cur).c_str(), tg_element(p).c_str()) + pcs(pc) +
+  std::string element = tg_element(p);
+  std::string m = fmt("%s reads threadgroup memory %s at ", th_str(ctx.cur).c_str(), element.c_str()) + pcs(pc) +
                   " in " + tg_str() +
                   " before any thread of the threadgroup wrote it; threadgroup memory starts with undefined contents "
                   "on a GPU (the emulator gives 0)";
-  snprintf(result->uninit_msg, sizeof result->uninit_msg, "%s", m.c_str());
-}
-
-// warnings from kernel code: one line each in warn_msg, once per source line that caused them
-void mslemu::portability(const char* file, int line, const char* f, ...) {
-  static const char* seen_file[64];
-  static int seen_line[64], nseen;
-  for (int i = 0; i < nseen; ++i) if (seen_line[i] == line && seen_file[i] == file) return;
-  if (nseen < 64) { seen_file[nseen] = file; seen_line[nseen] = line; ++nseen; }
-  char b[1024];
-  va_list ap; va_start(ap, f); vsnprintf(b, sizeof b, f, ap); va_end(ap);
-  size_t used = strlen(result->warn_msg), n = strlen(b);
-  if (used + n + 2 > sizeof result->warn_msg) return;
-  if (used) result->warn_msg[used++] = '\n';
-  memcpy(result->warn_msg + used, b, n + 1);
-  result->warn = 1;
+  write_report(result->uninit_msg, sizeof result->uninit_msg, m,
+               Facts().add("kind", "uninitialized-read").where(ctx.cur).pc("site_pc", pc)
+                   .add("memory", tg_region_name(p)).add("element", element));
 }
 
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
   launch->entry();
+  flush_pending_oob();
   if (ctx.cur->nq) mma_flush("(thread exit)", 0);
   Fiber* f = ctx.cur;
   f->state = F_DONE;
+  if (barrier_arrivals) returned_while_waited[f->tid] = 1;
   --live_threads;
   SimdgroupCount& s = sg_count[f->sg];
   --s.live;
@@ -629,7 +762,7 @@ static Fiber* pick() {
 
 [[noreturn]] static void deadlock() {
   ctx.cur = nullptr;
-  // a simdgroup whose live_threads lanes are split between a simd-group op and something else
+  // a simdgroup whose live lanes are split between a simd-group op and something else
   for (uint32_t sg = 0; sg < ctx.nsg; ++sg) {
     uint32_t base = sg * 32, n = tg_threads - base < 32 ? tg_threads - base : 32;
     bool simd = false, other = false;
@@ -648,11 +781,17 @@ static Fiber* pick() {
       }
       finish(E_DIVERGE, fmt("simdgroup divergence in %s, simdgroup %u: %s is reached by only part of the live lanes "
                             "of the simdgroup (simd-group functions and simdgroup_matrix operations need every active lane):",
-                            tg_str().c_str(), sg, what.c_str()) + describe_waiting(sg));
+                            tg_str().c_str(), sg, what.c_str()) + describe_waiting(sg),
+             Facts().where(nullptr).add("simdgroup", fmt("%u", sg)).add("sites", site(fs->wfile, fs->wline))
+                 .add("operation", op_name(fs->wop)));
     }
   }
+  std::string sites;
+  for (uint32_t i = 0; i < tg_threads; ++i)
+    if (fibers[i].state == F_BARRIER && sites.find(site(fibers[i].wfile, fibers[i].wline)) == std::string::npos)
+      sites += (sites.empty() ? "" : ";") + site(fibers[i].wfile, fibers[i].wline);
   finish(E_BARRIER, "deadlock in " + tg_str() + ": a threadgroup_barrier is never reached by all live threads:" +
-                        describe_waiting(-1));
+                        describe_waiting(-1), Facts().where(nullptr).add("sites", sites));
 }
 
 // the random schedule is seeded per threadgroup, so it does not depend on the workers
@@ -682,11 +821,11 @@ static void reset_threadgroup_memory() {
   ++ctx.tg_gen;
   ctx.arena_used = 0;
   tg_region_count = 0;
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) {
     ctx.tgm[i] = launch->tgm_size[i] ? tg_alloc(launch->tgm_size[i], 16, "threadgroup buffer") : nullptr;
     ctx.tgm_size[i] = launch->tgm_size[i];
   }
-  memset(ctx.arena, 0, 32768);
+  memset(ctx.arena, 0, TG_MEMORY_BYTES);
   ctx.tg_sync = ++ctx.clock;
   ctx.tg_start = ctx.clock;
   for (int i = 0; i < 32; ++i) ctx.sg_sync[i] = ctx.clock;
@@ -695,6 +834,8 @@ static void reset_threadgroup_memory() {
 // every thread of the threadgroup as a fiber that has not run yet
 static void init_fibers() {
   live_threads = tg_threads; barrier_arrivals = 0; lockstep_cursor = 0;
+  memset(returned_while_waited, 0, tg_threads);
+  pending_race = PendingRace();
   for (uint32_t s = 0; s < ctx.nsg; ++s) { sg_count[s].live = simdgroup_size(s); sg_count[s].arrived = 0; }
   const uint32_t* n = ctx.tptg;
   for (uint32_t i = 0; i < tg_threads; ++i) {
@@ -761,16 +902,36 @@ static uintptr_t signal_pc(void* uc_) {
 #endif
 }
 
-[[noreturn]] static void report_timeout(uintptr_t pc) {
-  std::string m = fmt("timeout: the kernel did not finish within %g s (infinite loop or a very large launch?)",
-                      launch->timeout);
-  if (ctx.cur) m += "; " + th_str(ctx.cur) + " of " + tg_str() + " was running at " + pcs((void*)pc);
-  if (fibers && tg_threads) m += "; threads:" + describe_waiting(-1);
-  result->sig = SIGALRM;
-  finish(E_TIMEOUT, m);
+static struct timespec run_start;  // when this process started on the kernel
+
+static double seconds_since(const struct timespec& t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 }
 
-// a fault just below a fiber's stack (in its guard page, or under the lowest stack) is an overflow
+[[noreturn]] static void report_timeout(uintptr_t pc) {
+  flush_pending_oob();
+  std::string m = fmt("timeout: the kernel did not finish within %g s (infinite loop or a very large launch?)",
+                      launch->timeout);
+  Facts f;
+  f.where(ctx.cur);
+  const Fiber* cur = ctx.cur;
+  if (cur && (cur->state == F_BARRIER || cur->state == F_SIMD)) {  // in the runtime, at a rendezvous
+    std::string at = site(cur->wfile, cur->wline);
+    m += "; " + th_str(cur) + " of " + tg_str() + " was at " +
+         (cur->state == F_BARRIER ? std::string("threadgroup_barrier") : op_name(cur->wop)) + " at " + at;
+    f.add("site", at);
+  } else if (cur) {
+    m += "; " + th_str(cur) + " of " + tg_str() + " was running at " + pcs((void*)pc);
+    f.pc("site_pc", (void*)pc);
+  }
+  if (fibers && tg_threads) m += "; threads:" + describe_waiting(-1);
+  result->sig = SIGALRM;
+  finish(E_TIMEOUT, m, f);
+}
+
+// A fault just below a fiber's stack (in its guard page, or under the lowest stack) is an overflow.
 static bool is_stack_overflow(int sig, const char* a) {
   return sig == SIGSEGV && fiber_stacks && a >= fiber_stacks - (1 << 20) &&
          a < fiber_stacks + fiber_stack_count * (FIBER_STACK_BYTES + STACK_GUARD_BYTES) &&
@@ -778,6 +939,9 @@ static bool is_stack_overflow(int sig, const char* a) {
 }
 
 [[noreturn]] static void report_crash(int sig, const siginfo_t* si, uintptr_t pc) {
+  // a write to the read-only zeros an out-of-bounds check handed out
+  if ((sig == SIGSEGV || sig == SIGBUS) && in_oob_zone(si->si_addr) && last_oob.valid) report_oob("write to");
+  flush_pending_oob();
   const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
                    : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : sig == SIGTRAP ? "SIGTRAP" : "signal";
   std::string m = fmt("kernel crashed with %s", name);
@@ -788,23 +952,32 @@ static bool is_stack_overflow(int sig, const char* a) {
     if (pc) m += " at " + pcs((void*)pc);
     m += ", but the launch left that buffer unbound (bind it, or keep the kernel from reading it)";
     if (ctx.cur) m += " in " + tg_str() + ", " + th_str(ctx.cur);
-    finish(E_OOB, m);
+    Facts uf;
+    uf.where(ctx.cur).add("buffer", launch->buf_name[unbound]).add("access", "read").add("unbound", "1");
+    if (pc) uf.pc("site_pc", (void*)pc);
+    finish(E_OOB, m, uf);
   }
   if (is_stack_overflow(sig, (const char*)si->si_addr))
     m += fmt(" (stack overflow of a GPU thread: its %zu KiB stack is full; a thread-local array that large "
              "would not fit in a GPU thread's registers or stack either)", FIBER_STACK_BYTES / 1024);
   else if (sig == SIGSEGV || sig == SIGBUS)
     m += fmt(" (invalid address %p)", si->si_addr);
-  if (pc) m += " at " + pcs((void*)pc);
+  Facts f;
+  f.where(ctx.cur).add("signal", name);
+  if (pc) { m += " at " + pcs((void*)pc); f.pc("site_pc", (void*)pc); }
   if (ctx.cur) m += " in " + tg_str() + ", " + th_str(ctx.cur);
   result->sig = sig;
-  finish(E_CRASH, m);
+  finish(E_CRASH, m, f);
 }
 
-static void on_signal(int sig, siginfo_t* si, void* uc) {
-  uintptr_t pc = signal_pc(uc);
-  if (sig == SIGALRM) report_timeout(pc);
-  report_crash(sig, si, pc);
+static void on_fault(int sig, siginfo_t* si, void* uc) { report_crash(sig, si, signal_pc(uc)); }
+
+// Every TICK seconds: is the caller still there (a worker must not outlive it: on Linux
+// PR_SET_PDEATHSIG does that too, this is the portable way), and is the time up?
+static const double TICK = 0.1;
+static void on_tick(int, siginfo_t*, void* uc) {
+  if (in_worker && getppid() != (pid_t)launch->parent_pid) _exit(E_GENERIC);
+  if (launch->timeout > 0 && seconds_since(run_start) >= launch->timeout) report_timeout(signal_pc(uc));
 }
 
 static void install_handlers() {
@@ -813,18 +986,23 @@ static void install_handlers() {
   ss.ss_sp = altstack; ss.ss_size = sizeof altstack;
   sigaltstack(&ss, nullptr);
   struct sigaction sa{};
-  sa.sa_sigaction = on_signal;
+  sa.sa_sigaction = on_fault;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
-  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGALRM}) sigaction(s, &sa, nullptr);
-  if (launch->isolate) {  // Ctrl-C ends the worker processes (the caller then sees KeyboardInterrupt)
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigaction(s, &sa, nullptr);
+  sa.sa_sigaction = on_tick;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  sigaction(SIGALRM, &sa, nullptr);
+  if (in_worker) {  // Ctrl-C ends the worker processes (the caller then sees KeyboardInterrupt)
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
   }
-  if (launch->timeout > 0) {
+  clock_gettime(CLOCK_MONOTONIC, &run_start);
+  if (in_worker || launch->timeout > 0) {
+    double period = launch->timeout > 0 && launch->timeout < TICK ? launch->timeout : TICK;
     struct itimerval it{};
-    it.it_value.tv_sec = (long)launch->timeout;
-    it.it_value.tv_usec = (long)((launch->timeout - (long)launch->timeout) * 1e6);
+    it.it_value.tv_sec = it.it_interval.tv_sec = (long)period;
+    it.it_value.tv_usec = it.it_interval.tv_usec = (long)((period - (long)period) * 1e6);
     setitimer(ITIMER_REAL, &it, nullptr);
   }
 }
@@ -837,7 +1015,8 @@ static void* zalloc(size_t n) {
 }
 
 // stacks (each above a PROT_NONE guard page), fibers, multiply queues, threadgroup memory
-// and its race shadow, for the largest threadgroup of the launch
+// with the read-only zone after it and the race shadow of both, for the largest
+// threadgroup of the launch
 static void allocate_threadgroup_state() {
   uint32_t maxn = launch->tptg[0] * launch->tptg[1] * launch->tptg[2];
   fiber_stack_count = maxn;
@@ -847,13 +1026,15 @@ static void allocate_threadgroup_state() {
   for (uint32_t i = 0; i < maxn; ++i)
     mprotect(fiber_stacks + (size_t)i * (FIBER_STACK_BYTES + STACK_GUARD_BYTES), STACK_GUARD_BYTES, PROT_NONE);
   fibers = (Fiber*)zalloc(maxn * sizeof(Fiber));
+  returned_while_waited = (uint8_t*)zalloc(maxn);
   ctx.mmaq = (LaneOp*)zalloc((size_t)((maxn + 31) / 32) * MMA_QCAP * 32 * sizeof(LaneOp));
 #ifdef MSLEMU_UCONTEXT
   uctx.resize(maxn);
 #endif
-  ctx.arena = (char*)zalloc(65536);
-  ctx.arena_size = 32768;
-  ctx.shadow = zalloc((32768 / 2 + 8) * sizeof(Shadow));
+  ctx.arena = (char*)zalloc(2 * TG_MEMORY_BYTES);
+  ctx.arena_size = TG_MEMORY_BYTES;
+  mprotect(oob_zone(), TG_MEMORY_BYTES, PROT_READ);
+  ctx.shadow = zalloc((2 * TG_MEMORY_BYTES / 2 + 8) * sizeof(Shadow));
 }
 
 // what kernel code reads of the launch: buffers, grid, checking modes
@@ -862,7 +1043,7 @@ static void bind_launch() {
   ctx.pc_base = so_base;
   ctx.oob_lenient = launch->oob_reads;
   ctx.clock = 1;
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) {
     ctx.buf[i] = launch->buf[i]; ctx.buf_size[i] = launch->buf_size[i]; ctx.buf_name[i] = launch->buf_name[i];
   }
   for (int i = 0; i < 3; ++i) {
@@ -888,17 +1069,34 @@ static int run_all() {
         run_threadgroup(x, y, z);
       }
   result->err_tg = INT64_MAX;
-  for (size_t i = 0; i < sizeof poison; ++i)
-    if (poison[i]) {
-      ctx.cur = nullptr;
-      finish(E_OOB, std::string("out-of-bounds write (reads outside buffers were allowed, writes are not); "
-                                "the first out-of-bounds access was: ") + result->oob_msg);
-    }
   result->status = 0;
   return 0;
 }
 
-// ------------------------------------------------------------------ worker processes
+// ------------------------------------------------------------------ entry points
+static void find_so_base() {
+  Dl_info di;
+  if (dladdr((void*)&find_so_base, &di)) so_base = (uintptr_t)di.dli_fbase;
+}
+
+// A worker process: run worker `index`'s threadgroups, report in results[index], exit.
+[[noreturn]] static void worker_process(MslemuLaunch* l, int index) {
+  in_worker = true;
+#if defined(__linux__)
+  // die with the caller (the signal comes when the thread that forked ends: kernel.py forks
+  // from the thread that waits for the workers)
+  if (!getenv("GEMMGLOSSARY_EMULATOR_NO_PDEATHSIG")) prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+  if (getppid() != (pid_t)l->parent_pid) _exit(E_GENERIC);  // it ended before we could tell
+  launch = l;
+  worker_index = index;
+  worker_count = l->workers;
+  result = l->results[index];
+  result->err_tg = -1;
+  run_all();
+  _exit(0);
+}
+
 // fork without running the process's pthread_atfork handlers: numpy's OpenBLAS tears down
 // and restarts its thread pool around every fork(), which costs more than the fork itself.
 // The child only runs this runtime and then _exit()s.
@@ -911,193 +1109,49 @@ static pid_t raw_fork() {
   return fork();
 }
 
-static const int MAX_WORKERS = 16;
-
-struct Workers {
-  int count = 0;
-  MslemuResult* res[MAX_WORKERS];  // res[0] is the caller's result; the others are shared mappings
-  pid_t pid[MAX_WORKERS];
-  int status[MAX_WORKERS] = {0};
-  bool done[MAX_WORKERS] = {false};
-  int pidfd[MAX_WORKERS];
-};
-
-// one result per worker, in memory shared with it
-static void map_worker_results(Workers& w, int wanted) {
-  w.res[0] = launch->result;
-  w.count = 1;
-  for (int i = 1; i < wanted; ++i) {
-    void* m = mmap(nullptr, sizeof(MslemuResult), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) break;
-    w.res[i] = (MslemuResult*)m;
-    memset(w.res[i], 0, sizeof(MslemuResult));
-    w.res[i]->status = -1;
-    w.res[i]->err_tg = -1;
-    w.count = i + 1;
-  }
-}
-
-static bool start_workers(Workers& w) {
-  for (int i = 0; i < w.count; ++i) {
+// Fork l->workers worker processes (Linux; see kernel.py for macOS); their pids go to
+// `pids`. Returns how many were started, or -1 (none left running) if a fork failed.
+extern "C" __attribute__((visibility("default"))) int mslemu_fork_workers(MslemuLaunch* l, int32_t* pids) {
+  find_so_base();
+  fflush(stdout); fflush(stderr);
+  for (int i = 0; i < l->workers; ++i) {
     pid_t pid = raw_fork();
     if (pid < 0) {
-      for (int k = 0; k < i; ++k) kill(w.pid[k], SIGKILL);
-      return false;
+      for (int k = 0; k < i; ++k) { kill(pids[k], SIGKILL); waitpid(pids[k], nullptr, 0); }
+      return -1;
     }
-    if (pid == 0) {
-      worker_index = i; worker_count = w.count; result = w.res[i];
-      run_all();
-      _exit(0);
-    }
-    w.pid[i] = pid;
+    if (pid == 0) worker_process(l, i);
+    pids[i] = (int32_t)pid;
   }
-  return true;
+  return l->workers;
 }
 
-// a descriptor per worker that becomes readable when it exits (Linux pidfd), or -1 for all
-static bool open_exit_notifications(Workers& w) {
-  bool have = true;
-#if defined(__linux__) && defined(SYS_pidfd_open)
-  for (int i = 0; i < w.count; ++i) {
-    w.pidfd[i] = (int)syscall(SYS_pidfd_open, w.pid[i], 0);
-    if (w.pidfd[i] < 0) have = false;
-  }
-#else
-  have = false;
-  for (int i = 0; i < w.count; ++i) w.pidfd[i] = -1;
-#endif
-  return have;
+// A spawned worker (emulator/cpp/worker_main.cpp calls this after loading the kernel):
+// map the caller's shared region from descriptor `fd`, move its pointers by the mapping's
+// offset from the caller's, and run worker `index`.
+extern "C" __attribute__((visibility("default"))) int mslemu_worker(int fd, uint64_t size, int index, MslemuEntry entry) {
+  find_so_base();
+  char* base = (char*)mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return E_GENERIC;
+  close(fd);
+  MslemuLaunch* l = (MslemuLaunch*)base;
+  intptr_t delta = (intptr_t)base - (intptr_t)l->region_base;
+  auto move = [&](auto* p) { return p ? (decltype(p))((char*)p + delta) : p; };
+  for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) { l->buf[i] = move((char*)l->buf[i]); l->buf_name[i] = move(l->buf_name[i]); }
+  for (int i = 0; i < MSLEMU_MAX_WORKERS; ++i) l->results[i] = move(l->results[i]);
+  l->region_base = (uint64_t)(uintptr_t)base;
+  l->entry = entry;
+  worker_process(l, index);
 }
 
-static void close_exit_notifications(Workers& w) {
-  for (int i = 0; i < w.count; ++i) if (w.pidfd[i] >= 0) close(w.pidfd[i]);
-}
-
-// reap the workers that exited; how many are still running
-static int reap_workers(Workers& w) {
-  int left = 0;
-  for (int i = 0; i < w.count; ++i) {
-    if (w.done[i]) continue;
-    pid_t r = waitpid(w.pid[i], &w.status[i], WNOHANG);
-    if (r == w.pid[i] || r < 0) w.done[i] = true;
-    else ++left;
-  }
-  return left;
-}
-
-static double seconds_since(const struct timespec& t0) {
-  struct timespec t1;
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  return (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-}
-
-// Wait for every worker; false if they outlived the time limit (the workers' own timers
-// report a timeout with the threads' state: this is the backstop if they cannot).
-static bool wait_for_workers(Workers& w, double limit) {
-  bool have_pidfd = open_exit_notifications(w);
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  int polls = 0;
-  double waited = 0;
-  int left = w.count, before = w.count;
-  while ((left = reap_workers(w)) > 0) {
-    if (left < before) { before = left; continue; }  // someone exited: look again at once
-    if (have_pidfd) {
-      // sleep until a worker exits (or 100 ms pass, to check the time limit)
-      struct pollfd fds[MAX_WORKERS];
-      int k = 0;
-      for (int i = 0; i < w.count; ++i)
-        if (!w.done[i]) { fds[k].fd = w.pidfd[i]; fds[k].events = POLLIN; fds[k].revents = 0; ++k; }
-      poll(fds, k, 100);
-      waited = seconds_since(t0);
-    } else {
-      // back off from 20 us to 2 ms: short launches return quickly, long ones cost no CPU
-      long ns = 20000L << (polls < 7 ? polls : 7);
-      if (ns > 2000000L) ns = 2000000L;
-      ++polls;
-      struct timespec ts{0, ns};
-      nanosleep(&ts, nullptr);
-      waited += ns * 1e-9;
-    }
-    if (waited > limit) {
-      for (int i = 0; i < w.count; ++i)
-        if (!w.done[i]) { kill(w.pid[i], SIGKILL); waitpid(w.pid[i], &w.status[i], 0); }
-      close_exit_notifications(w);
-      return false;
-    }
-  }
-  close_exit_notifications(w);
-  return true;
-}
-
-// a worker that died without writing its result gets one saying how it ended
-static void describe_worker_exit(MslemuResult* x, int st) {
-  if (WIFSIGNALED(st)) {
-    x->status = E_CRASH;
-    x->sig = WTERMSIG(st);
-    snprintf(x->msg, sizeof x->msg, "kernel process died with signal %d (%s)", x->sig, strsignal(x->sig));
-  } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && x->status <= 0) {
-    x->status = E_GENERIC;
-    snprintf(x->msg, sizeof x->msg, "kernel process exited with status %d", WEXITSTATUS(st));
-  } else if (x->status < 0) {
-    x->status = E_GENERIC;
-    snprintf(x->msg, sizeof x->msg, "kernel process ended without a result");
-  }
-}
-
-// Into res[0]: the error of the lowest-numbered failing threadgroup, and the first warning
-// of each kind, so the report does not depend on the number of workers.
-static void merge_worker_results(Workers& w) {
-  MslemuResult* out = w.res[0];
-  int best = -1, warn_from = -1, oob_from = -1;
-  for (int i = 0; i < w.count; ++i) {
-    if (w.res[i]->status != 0 && (best < 0 || w.res[i]->err_tg < w.res[best]->err_tg)) best = i;
-    if (w.res[i]->warn && warn_from < 0) warn_from = i;
-    if (w.res[i]->oob_msg[0] && oob_from < 0) oob_from = i;
-  }
-  if (best > 0) {
-    out->status = w.res[best]->status; out->sig = w.res[best]->sig; out->err_tg = w.res[best]->err_tg;
-    memcpy(out->msg, w.res[best]->msg, sizeof out->msg);
-  }
-  if (warn_from > 0) { out->warn = w.res[warn_from]->warn; memcpy(out->warn_msg, w.res[warn_from]->warn_msg, sizeof out->warn_msg); }
-  if (oob_from > 0) memcpy(out->oob_msg, w.res[oob_from]->oob_msg, sizeof out->oob_msg);
-  for (int i = 1; i < w.count && !out->uninit_msg[0]; ++i)
-    if (w.res[i]->uninit_msg[0]) memcpy(out->uninit_msg, w.res[i]->uninit_msg, sizeof out->uninit_msg);
-  if (best < 0) out->status = 0;
-}
-
-// Threadgroups are independent: split them over `workers` child processes (interleaved).
-// Every worker stops at its first error; merge_worker_results picks what is reported.
-static int run_isolated() {
-  uint64_t total = (uint64_t)launch->ntg[0] * launch->ntg[1] * launch->ntg[2];
-  int wanted = launch->workers < 1 ? 1 : launch->workers > MAX_WORKERS ? MAX_WORKERS : launch->workers;
-  if ((uint64_t)wanted > total) wanted = (int)(total ? total : 1);
-  Workers w;
-  map_worker_results(w, wanted);
-  fflush(stdout); fflush(stderr);
-  int rc;
-  if (!start_workers(w)) {
-    snprintf(result->msg, sizeof result->msg, "fork failed");
-    rc = result->status = E_GENERIC;
-  } else if (!wait_for_workers(w, launch->timeout > 0 ? launch->timeout + 10 : 1e30)) {
-    result->status = E_TIMEOUT;
-    snprintf(result->msg, sizeof result->msg, "timeout: the kernel did not finish within %g s and was killed",
-             launch->timeout);
-    rc = result->status;
-  } else {
-    for (int i = 0; i < w.count; ++i) describe_worker_exit(w.res[i], w.status[i]);
-    merge_worker_results(w);
-    rc = result->status;
-  }
-  for (int i = 1; i < w.count; ++i) munmap(w.res[i], sizeof(MslemuResult));
-  return rc;
-}
-
+// The whole launch in the calling process (GEMMGLOSSARY_EMULATOR_INPROCESS=1, for debugging
+// the emulator under gdb): any diagnostic or crash ends the process.
 extern "C" __attribute__((visibility("default"))) int mslemu_run(MslemuLaunch* l) {
+  find_so_base();
   launch = l;
-  result = l->result;
-  Dl_info di;
-  if (dladdr((void*)&mslemu_run, &di)) so_base = (uintptr_t)di.dli_fbase;
+  result = l->results[0];
   result->err_tg = -1;
-  return launch->isolate ? run_isolated() : run_all();
+  worker_index = 0;
+  worker_count = 1;
+  return run_all();
 }

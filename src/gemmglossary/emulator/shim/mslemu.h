@@ -91,7 +91,7 @@ MSLEMU_AI void tg_write_n(const void* p, size_t n, const void* pc) {
 }
 
 // ---------------------------------------------------------------- address spaces
-enum { AS_DEVICE = 1, AS_CONSTANT = 2, AS_THREADGROUP = 3 };
+// the AddressSpace enum is in mslemu_abi.h
 
 template <int A, class T> struct ptr;
 // an access outside [lo, hi): through a buffer the launch left unbound, or out of bounds
@@ -178,18 +178,20 @@ template <int A, class T> struct ptr {
   MSLEMU_AI explicit ptr(uintptr_t raw) : p((T*)raw), lo(nullptr), hi(nullptr), name("raw address") {}
   MSLEMU_AI explicit ptr(int raw) : p((T*)(uintptr_t)raw), lo(nullptr), hi(nullptr), name("raw address") {}
 
-  MSLEMU_AI T* check(const void* pc) const {
+  // The reported pc is taken inside the failing branch: taken before it, the compiler may
+  // schedule it among the instructions of an earlier line, and the report names that line.
+  MSLEMU_AI T* check() const {
     if (__builtin_expect((char*)p < lo || (char*)p + sizeof(E) > hi, 0))
-      return (T*)bad_access(pc, p, lo, hi, sizeof(E), name);
+      return (T*)bad_access(here(), p, lo, hi, sizeof(E), name);
     return p;
   }
-  MSLEMU_AI T* check_at(ptrdiff_t i, const void* pc) const {
+  MSLEMU_AI T* check_at(ptrdiff_t i) const {
     T* q = p + i;
-    if (__builtin_expect((char*)q < lo || (char*)q + sizeof(T) > hi, 0)) return (T*)bad_access(pc, q, lo, hi, sizeof(T), name);
+    if (__builtin_expect((char*)q < lo || (char*)q + sizeof(T) > hi, 0)) return (T*)bad_access(here(), q, lo, hi, sizeof(T), name);
     return q;
   }
   MSLEMU_AI decltype(auto) operator[](ptrdiff_t i) const {
-    T* q = check_at(i, here());
+    T* q = check_at(i);
     using B = std::remove_cv_t<T>;
     if constexpr (A == AS_THREADGROUP && is_arith_v<B>) return tg_ref<T>{q};
     else if constexpr (A == AS_THREADGROUP && is_vec_like<B>::value) return tg_vref<T>{q};
@@ -199,8 +201,8 @@ template <int A, class T> struct ptr {
   }
   MSLEMU_AI decltype(auto) operator*() const { return (*this)[0]; }
   MSLEMU_AI auto operator->() const {
-    if constexpr (A == AS_THREADGROUP && is_vec_like<std::remove_cv_t<T>>::value) return tg_varrow<T>{{check(here())}};
-    else return check(here());
+    if constexpr (A == AS_THREADGROUP && is_vec_like<std::remove_cv_t<T>>::value) return tg_varrow<T>{{check()}};
+    else return check();
   }
   MSLEMU_AI explicit operator bool() const { return p != nullptr; }
   MSLEMU_AI bool operator!() const { return p == nullptr; }

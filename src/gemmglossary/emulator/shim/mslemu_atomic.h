@@ -22,7 +22,7 @@ namespace mslemu {
 namespace atomics {
 using metal::memory_order;
 template <class P> MSLEMU_AI auto* raw(const P& p) {
-  if constexpr (is_ptr<P>::value) return p.check(here()); else return p;
+  if constexpr (is_ptr<P>::value) return p.check(); else return p;
 }
 template <class P> using value_t = decltype(raw(std::declval<P>())->v);
 

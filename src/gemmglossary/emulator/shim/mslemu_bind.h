@@ -3,14 +3,8 @@
 
 namespace mslemu {
 
-enum ParamKind {
-  P_NONE = 0, P_BUFFER = 1, P_TGMEM = 2,
-  P_TPIG = 10, P_TPITG, P_TGPIG, P_TPTG, P_TGPG, P_TPG, P_TIITG, P_LANE, P_SGITG, P_SGPTG, P_WIDTH, P_ORIGIN,
-  P_QLANE, P_QGITG, P_QGPTG
-};
-
 struct ParamDesc { int kind; int index; const char* name; bool gate; };
-struct ParamInfo { int kind, index, gate, elem_size, elem_kind, is_ref, is_ptr, as; };
+// ParamKind and ParamInfo are in mslemu_abi.h
 
 
 template <class A> MSLEMU_AI A attr_from(const uint32_t* v) {
@@ -84,35 +78,11 @@ template <class A> MSLEMU_AI A bind(const ParamDesc& d) {
   }
 }
 
-template <class X> struct elem_of { using type = X; };
-template <int AS, class T> struct elem_of<ptr<AS, T>> { using type = T; };
-
-template <class A> ParamInfo info1(const ParamDesc& d) {
-  using B0 = std::remove_cv_t<std::remove_reference_t<A>>;
-  ParamInfo p{};
-  p.kind = d.kind; p.index = d.index; p.gate = d.gate; p.is_ref = std::is_reference_v<A>;
-  using E = std::remove_cv_t<typename elem_of<B0>::type>;
-  if constexpr (is_ptr<B0>::value) { p.is_ptr = 1; p.as = B0::address_space; }
-  if constexpr (!std::is_void_v<E>) p.elem_size = sizeof(E);
-  if constexpr (std::is_same_v<E, bool>) p.elem_kind = 4;
-  else if constexpr (is_half<E>::value || std::is_floating_point_v<E>) p.elem_kind = 3;
-  else if constexpr (std::is_integral_v<E> && std::is_signed_v<E>) p.elem_kind = 1;
-  else if constexpr (std::is_integral_v<E>) p.elem_kind = 2;
-  else p.elem_kind = 0;
-  return p;
-}
-
 template <class R, class... A, size_t... I>
 MSLEMU_AI void invoke_(R (*f)(A...), const ParamDesc* d, std::index_sequence<I...>) { f(bind<A>(d[I])...); }
 template <class R, class... A> MSLEMU_AI void invoke(R (*f)(A...), const ParamDesc* d) {
   invoke_(f, d, std::index_sequence_for<A...>{});
 }
-template <class R, class... A, size_t... I>
-int info_(R (*)(A...), const ParamDesc* d, ParamInfo* out, std::index_sequence<I...>) {
-  ((out[I] = info1<A>(d[I])), ...);
-  return sizeof...(A);
-}
-template <class R, class... A> int info(R (*f)(A...), const ParamDesc* d, ParamInfo* out) {
-  return info_(f, d, out, std::index_sequence_for<A...>{});
-}
 }  // namespace mslemu
+
+#include "mslemu_param_info.h"

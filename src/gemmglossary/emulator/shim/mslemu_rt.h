@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstddef>
+#include "mslemu_abi.h"
 
 namespace mslemu {
 
@@ -60,11 +61,11 @@ struct Ctx {
   uint32_t sg_sync[32];
   int race_check;
   // bindings
-  void* buf[32];
-  uint64_t buf_size[32];
-  const char* buf_name[32];
-  void* tgm[32];
-  uint64_t tgm_size[32];
+  void* buf[MSLEMU_MAX_BUFFERS];
+  uint64_t buf_size[MSLEMU_MAX_BUFFERS];
+  const char* buf_name[MSLEMU_MAX_BUFFERS];
+  void* tgm[MSLEMU_MAX_BUFFERS];
+  uint64_t tgm_size[MSLEMU_MAX_BUFFERS];
   int oob_lenient;
   LaneOp* mmaq;  // [simdgroup][op][lane]
   uintptr_t pc_base;
@@ -87,7 +88,8 @@ void* tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_t esize 
                const uint32_t* dims = nullptr);
 void* oob(const void* pc, const void* p, const void* lo, const void* hi, size_t elem,
                       const char* name, int write);
-[[noreturn]] void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
+// reports a race, or (if the other thread waits at a barrier) holds it back and returns
+void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
 void uninit_read(const void* p, const void* pc);
 // something the specification does not promise: a PortabilityWarning, once per source line
 void portability(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -102,11 +104,6 @@ inline int unbound_index(const void* p) {
   uintptr_t a = (uintptr_t)p;
   return a >= UNBOUND_BASE && a < UNBOUND_END ? (int)((a - UNBOUND_BASE) / UNBOUND_STRIDE) : -1;
 }
-
-enum ErrKind {
-  E_OK = 0, E_GENERIC = 10, E_OOB = 11, E_RACE = 12, E_BARRIER = 13, E_DIVERGE = 14,
-  E_TIMEOUT = 15, E_CRASH = 16, E_LAUNCH = 17
-};
 
 struct alignas(32) Shadow {
   uint32_t w_stamp, r_stamp;

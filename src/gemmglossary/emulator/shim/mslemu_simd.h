@@ -9,13 +9,7 @@
 #pragma once
 
 namespace metal {
-enum {
-  OP_SUM = 1, OP_PRODUCT, OP_MAX, OP_MIN, OP_SHUFFLE, OP_SHUFFLE_XOR, OP_SHUFFLE_UP, OP_SHUFFLE_DOWN,
-  OP_BROADCAST, OP_BROADCAST_FIRST, OP_PREFIX_EXCL_SUM, OP_PREFIX_INCL_SUM, OP_ALL, OP_ANY, OP_MMA,
-  OP_AND, OP_OR, OP_XOR, OP_ROTATE_DOWN, OP_ROTATE_UP, OP_IS_FIRST, OP_PREFIX_EXCL_PRODUCT,
-  OP_PREFIX_INCL_PRODUCT, OP_BALLOT, OP_ACTIVE_MASK, OP_FILL_UP, OP_FILL_DOWN,
-  OP_QUAD = 64  // added to an op code: the quad-group function of that name
-};
+using namespace ::mslemu::ops;  // the op codes (mslemu_abi.h)
 
 struct simd_vote {
   typedef ulong vote_t;
