@@ -78,9 +78,13 @@ def test_block_masked_matches_numpy(a, b, bs, mask_out, mask_lhs, mask_rhs):
 
 def test_reference_matches_mlx_cpu():
     mx = pytest.importorskip("mlx.core")
+    def arg(mask):
+        if mask is None:
+            return None
+        return mx.array(mask if mask.dtype == np.bool_ else mask.astype(np.float32))
+
     for _, a, b, bs, mo, ml, mr in CASES[:2] + CASES[3:5]:
         a32, b32 = a.astype(np.float32), b.astype(np.float32)
-        arg = lambda m: None if m is None else mx.array(np.asarray(m) if m.dtype == np.bool_ else m.astype(np.float32))  # noqa: E731
         theirs = mx.block_masked_mm(mx.array(a32), mx.array(b32), bs, arg(mo), arg(ml), arg(mr))
         np.testing.assert_allclose(np.array(theirs), reference(a32, b32, bs, mo, ml, mr), atol=1e-4, rtol=1e-4)
 
