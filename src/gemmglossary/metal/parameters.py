@@ -9,8 +9,7 @@ as unknown, and nothing is checked for them.
 
 Buffer parameters come from :mod:`gemmglossary.msl.signature`, the project's one
 kernel-signature reader; this module only says what their types mean for a numpy
-value.  Function constant declarations are read here from the project's tokens until
-msl answers them too.
+value, and the same for function constant declarations (msl.declarations).
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..msl import declarations as _declarations
 from ..msl import signature as _signature
-from ..msl.lexer import tokenize
 
 #: Element types with no numpy dtype: numpy has no bfloat16, so its 16-bit patterns travel as uint16.
 BFLOAT_TYPES = frozenset({"bfloat", "bfloat16_t"})
@@ -30,10 +29,6 @@ BFLOAT = "bfloat16"
 _QUALIFIERS = {"const", "volatile", "device", "constant", "threadgroup", "thread", "restrict", "__restrict"}
 _ATOMIC = {"atomic_int": "int", "atomic_uint": "uint", "atomic_float": "float", "atomic_bool": "bool"}
 _VECTOR = re.compile(r"^(packed_)?([a-z_]+?)([234])(?:x([234]))?$")
-_FUNCTION_CONSTANT = re.compile(
-    r"\bconstant\s+(?P<type>[A-Za-z_][\w: ]*?)\s+(?P<name>[A-Za-z_]\w*)\s*"
-    r"\[\s*\[\s*function_constant\s*\(\s*(?P<index>\w+)\s*\)\s*\]\s*\]\s*;"
-)
 
 
 def scalar_dtype(type_name: str):
@@ -122,23 +117,16 @@ def _as_written(tokens: str) -> str:
 @dataclass(frozen=True)
 class FunctionConstant:
     name: str
-    index: int | None  # None when the index is not a literal
-    type_name: str
+    index: int | None  # None when the index is not plain arithmetic
+    type_name: str  # as written: "metal::uint"
     dtype: object  # as in BufferParameter
 
 
 def function_constants(source: str) -> list[FunctionConstant]:
-    """Every ``constant T name [[function_constant(i)]];`` declaration in ``source``."""
-    # Comments and string literals out (a declaration in a comment is not one), every
-    # other token kept with single spaces between them.
-    text = " ".join(t.text for t in tokenize(source) if t.kind not in ("ws", "nl", "comment", "str", "chr"))
-    text = text.replace(" :: ", "::")
+    """Every ``constant T name [[function_constant(i)]];`` declaration in ``source``, with
+    the numpy dtype of its type (from :func:`gemmglossary.msl.declarations.function_constants`)."""
     out = []
-    for m in _FUNCTION_CONSTANT.finditer(text):
-        try:
-            index = int(m.group("index"), 0)
-        except ValueError:
-            index = None
-        type_name = " ".join(m.group("type").split())
-        out.append(FunctionConstant(m.group("name"), index, type_name, scalar_dtype(type_name)))
+    for c in _declarations.function_constants(source):
+        type_name = _as_written(c.type)
+        out.append(FunctionConstant(c.name, c.index, type_name, scalar_dtype(type_name)))
     return out
