@@ -95,7 +95,7 @@ MSLEMU_AI void tg_write_n(const void* p, size_t n, const void* pc) {
 
 template <int A, class T> struct ptr;
 // an access outside [lo, hi): through a buffer the launch left unbound, or out of bounds
-inline void* bad_access(const void* pc, const void* p, const char* lo, const char* hi, size_t elem, const char* name) {
+MSLEMU_AI void* bad_access(const void* pc, const void* p, const char* lo, const char* hi, size_t elem, const char* name) {
   if (lo == hi && unbound_index(lo) >= 0)
     fail(E_OOB, "kernel accessed parameter '%s' [[buffer(%d)]] at {{pc:%lx}}, but the launch left that buffer unbound "
          "(bind it, or keep the kernel from reading it)", name, unbound_index(lo),
