@@ -200,6 +200,8 @@ def test_element_types_that_are_checked_and_that_are_not(world):
         _one_dispatch(kernel, ok[0], np.zeros(4, np.int32), *ok[2:])
     with pytest.raises(TypeError, match=r"needs uint16 \(bfloat bit patterns; numpy has no bfloat16 dtype\)"):
         _one_dispatch(kernel, ok[0], ok[1], np.zeros(4, np.float32), *ok[3:])
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    _one_dispatch(kernel, *ok[:2], np.zeros(4, ml_dtypes.bfloat16), *ok[3:])  # bfloat as ml_dtypes has it
     with pytest.raises(TypeError, match=r"\(device float3\*\) has 3-component vectors, which take the room of 4"):
         _one_dispatch(kernel, *ok[:6], np.zeros((2, 3), np.float32))
 
