@@ -166,7 +166,8 @@ class World:
 
     def library(self, source, options):
         self.libraries.append((source, options))
-        names = [n for n in self.names_in_library if f"void {n}(" in source or f"void {n} (" in source]
+        names = [n for n in self.names_in_library
+                 if f"void {n}(" in source or f"void {n} (" in source or f'host_name("{n}")' in source]
 
         def function(name, *values):
             return ObjC("MTLFunction", self) if name in names else None

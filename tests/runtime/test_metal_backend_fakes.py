@@ -154,13 +154,13 @@ def test_wrong_dtypes_are_type_errors(world):
     with pytest.raises(TypeError) as info:
         _one_dispatch(kernel, np.zeros(8), good, 1.0, 8)  # numpy's default float64
     assert str(info.value) == (
-        "kernel 'k': parameter 'x' [[buffer(0)]] (device const float*) needs float32 for its elements, but the "
+        "kernel 'k': parameter 'x' [[buffer(0)]] (device const float *) needs float32 for its elements, but the "
         "array's dtype is float64; convert it with .astype(np.float32). numpy arrays are bound as memory, "
         "never converted")
-    with pytest.raises(TypeError, match=r"'y' \[\[buffer\(1\)\]\] \(device float\*\) needs float32.*dtype is "
+    with pytest.raises(TypeError, match=r"'y' \[\[buffer\(1\)\]\] \(device float \*\) needs float32.*dtype is "
                        r"float64; convert it with \.astype\(np\.float32\) \(for an output, create it as np\.float32"):
         _one_dispatch(kernel, good, np.zeros(8), 1.0, 8)  # an output would get float32 bit patterns
-    with pytest.raises(ValueError, match=r"'n' \[\[buffer\(3\)\]\] \(constant uint&\) is an integer parameter, "
+    with pytest.raises(ValueError, match=r"'n' \[\[buffer\(3\)\]\] \(constant uint &\) is an integer parameter, "
                        r"but got 8\.5 \(float\); pass an int"):
         _one_dispatch(kernel, good, good, 1.0, 8.5)
     with pytest.raises(ValueError, match=r"a negative value -1 for parameter 'n' .*whose values are 0\.\.4294967295"):
@@ -196,11 +196,13 @@ def test_element_types_that_are_checked_and_that_are_not(world):
         args[index] = bad
         with pytest.raises(TypeError, match=rf"\[\[buffer\({index}\)\]\]"):
             _one_dispatch(kernel, *args)
-    with pytest.raises(TypeError, match=r"\(device atomic_uint\*\) needs uint32 for its components, but"):
+    with pytest.raises(TypeError, match=r"\(device atomic_uint \*\) needs uint32 for its components, but"):
         _one_dispatch(kernel, ok[0], np.zeros(4, np.int32), *ok[2:])
     with pytest.raises(TypeError, match=r"needs uint16 \(bfloat bit patterns; numpy has no bfloat16 dtype\)"):
         _one_dispatch(kernel, ok[0], ok[1], np.zeros(4, np.float32), *ok[3:])
-    with pytest.raises(TypeError, match=r"\(device float3\*\) has 3-component vectors, which take the room of 4"):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    _one_dispatch(kernel, *ok[:2], np.zeros(4, ml_dtypes.bfloat16), *ok[3:])  # bfloat as ml_dtypes has it
+    with pytest.raises(TypeError, match=r"\(device float3 \*\) has 16-byte elements: a 3-component vector takes the room of 4"):
         _one_dispatch(kernel, *ok[:6], np.zeros((2, 3), np.float32))
 
 
@@ -254,12 +256,42 @@ def test_errors(world):
         _one_dispatch(kernel, np.zeros(8, np.float32), np.zeros(8, np.float32), 1.0, 8)
 
 
-def test_python_scalar_for_a_struct_needs_numpy(world):
-    src = "struct P { uint a; };\nkernel void k(constant P& p [[buffer(0)]]) {}\n"
-    kernel = metal_api.load_kernel(src, "k")
-    with pytest.raises(TypeError, match=r"cannot tell the kernel's type for the Python scalar 3 \(parameter 'p' "
-                       r"\[\[buffer\(0\)\]\] \(constant P&\)\); pass a numpy scalar"):
-        _one_dispatch(kernel, 3)
+def test_structs_and_unresolved_types(world):
+    src = """
+    struct P { uint a; float b; };
+    template <typename T> kernel void t(device T* x [[buffer(0)]], constant P& p [[buffer(1)]]) {}
+    template [[host_name("t_float")]] [[kernel]] decltype(t<float>) t<float>;
+    """
+    world.names_in_library = ("t_float",)
+    kernel = metal_api.load_kernel(src, "t_float")
+    p = np.zeros((), np.dtype([("a", "<u4"), ("b", "<f4")]))
+    _one_dispatch(kernel, np.zeros(4, np.float64), p[()])  # T is not resolved: bound as it is
+    with pytest.raises(TypeError, match=r"parameter 'p' \[\[buffer\(1\)\]\] \(constant P &\) is a struct: pass a "
+                       r"numpy structured array \(or one item of it\) or bytes, not int"):
+        _one_dispatch(kernel, np.zeros(4, np.float32), 3)
+    with pytest.raises(TypeError, match=r"is a 8-byte struct, but the structured value has 4 bytes"):
+        _one_dispatch(kernel, np.zeros(4, np.float32), np.zeros((), [("a", "<u4")])[()])
+    with pytest.raises(TypeError, match=r"cannot tell the kernel's type for the int 3 \(parameter 'x' is 'device T\*'\)"):
+        _one_dispatch(kernel, 3, p[()])
+
+
+def test_the_same_errors_as_the_emulator(world):
+    """The Metal backend applies the emulator's argument rules: the same text for the same mistake."""
+    from gemmglossary import emulator
+
+    on_gpu = metal_api.load_kernel(PLAIN, "k")
+    on_cpu = emulator.load_kernel(PLAIN, "k")
+    good = np.zeros(8, np.float32)
+    cases = [(np.zeros(8), good, 1.0, 8), (good, np.zeros(8), 1.0, 8), (good, good, 1.0, 8.5),
+             (good, good, 1.0, -1), (good, good, "x", 8), (good, good, 1.0, 2**32), (good, good, 1j, 8)]
+    for args in cases:
+        errors = []
+        for kernel in (on_gpu, on_cpu):
+            with pytest.raises((TypeError, ValueError)) as info:
+                _one_dispatch(kernel, *args, threadgroup_memory={0: 32})
+            errors.append(str(info.value))
+            assert kernel is on_cpu or not world.command_buffers, args
+        assert errors[0] == errors[1], args
 
 
 # --- the fakes themselves refuse what PyObjC would refuse -------------------------------

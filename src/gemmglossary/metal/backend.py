@@ -52,6 +52,7 @@ from .. import paths
 from .binding import SET_BYTES_LIMIT, bfloat_bits, check_array, value_bytes
 from .compile_options import compile_options
 from .device import UnsupportedOnDevice, check_kernel_runs, device_info, pick_device
+from ..msl.declarations import struct_dtypes
 from ..msl.includes import inline_includes
 from .parameters import BFLOAT, buffer_parameters, function_constants as declared_constants
 
@@ -191,6 +192,15 @@ def _function_constant_values(function_constants: dict, source: str):
     return values
 
 
+def _struct_layouts(source: str, label: str) -> dict:
+    """{struct name: numpy dtype with Metal's layout}; {} when msl cannot lay the file's
+    structs out (its parameters of struct type are then bound unchecked)."""
+    try:
+        return struct_dtypes(source, label)
+    except (KeyError, ValueError):
+        return {}
+
+
 def _macro_value(value) -> str:
     if value is None or value is True:
         return "1"
@@ -238,6 +248,8 @@ class MetalKernel:
         if self.device.missing():  # only then is the source read for what it needs
             check_kernel_runs(self.device, self.source, label, name)
         self._params = buffer_parameters(self.source, name)
+        unresolved = any(p.element is None and p.value_type != "void" for p in self._params.values())
+        self._structs = _struct_layouts(self.source, label) if unresolved else {}
 
         with _objc().autorelease_pool():
             macros = {str(k): _macro_value(v) for k, v in dict(defines or {}).items()}
@@ -267,15 +279,7 @@ class MetalKernel:
 
     def _constant_data(self, index: int, value) -> bytes:
         """The bytes of a non-array argument (numpy scalar, Python scalar, bytes)."""
-        param = self._params.get(index)
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return bytes(value)
-        if isinstance(value, np.void):  # one item of a structured array: its bytes
-            return value.tobytes()
-        if isinstance(value, (bool, int, float, np.generic)):  # values, converted to the declared type
-            return value_bytes(self.name, index, param, value)
-        raise TypeError(f"kernel '{self.name}': buffer {index}: cannot bind a {type(value).__name__}; pass a "
-                        "numpy array, a numpy or Python scalar, or bytes")
+        return value_bytes(self.name, index, self._params.get(index), value, self._structs)
 
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
                  threadgroup_memory=None, **emulator_options):
@@ -307,7 +311,7 @@ class MetalKernel:
         arrays, constants = {}, {}
         for index, value in sorted(by_index.items()):
             if isinstance(value, np.ndarray):  # a buffer binds to `T*` and `constant T&` alike
-                check_array(self.name, self._params.get(index), value)
+                check_array(self.name, self._params.get(index), value, self._structs)
                 arrays[index] = value
             else:
                 constants[index] = self._constant_data(index, value)

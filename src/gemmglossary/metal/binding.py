@@ -1,23 +1,15 @@
-"""What each argument of a GPU dispatch becomes, checked against the kernel's declared types.
+"""What each argument of a GPU dispatch becomes, by the emulator's rules.
 
 The GPU reads a buffer as whatever the kernel declares: a float64 array bound to
 ``device float*`` is read as pairs of meaningless floats, and a float64 output gets
-float32 bit patterns.  So the rules are the emulator's (issue 13, item 1), with the
-emulator's wording, so that a reader gets the same error from both backends:
-
-- a numpy array is the parameter's memory: its dtype must be the declared scalar's
-  (``float`` -> float32, ``half`` -> float16 or its uint16 bit patterns, ``bfloat`` ->
-  uint16 bit patterns or ml_dtypes' bfloat16; vectors, matrices and atomics: their
-  scalar's), else a TypeError naming the kernel, the parameter, its type and the dtype,
-  with the conversion to make; a 3-vector that is not ``packed_`` takes 4 lanes of
-  room, so an array whose last axis is 3 is refused;
-- Python and numpy scalars are values, converted to the declared type; a value the type
-  cannot hold (2.5 or -1 for a ``uint``, 3 for a ``bool``) is a ValueError;
-- parameters whose type is unknown here (structs, template parameters) take any numpy
-  value, structured arrays and bytes.
-
-This restates the emulator's ``binding`` module for the types the Metal backend can
-read from the source; it goes once the backend can call the emulator's rules directly.
+float32 bit patterns.  The emulator refuses such arguments (issue 13, item 1) in
+:mod:`gemmglossary.emulator.binding`, from each parameter's element kind, size, lanes
+and address space; the Metal backend applies those very rules -- the same checks, the
+same conversions of scalars, lists and tuples, the same TypeError and ValueError texts
+-- by describing each parameter the same way from its declared type
+(:func:`element_info`).  A parameter whose type cannot be resolved from the source (a
+template parameter, a macro, a struct whose layout msl cannot compute) is not checked:
+an array, numpy value or bytes is bound as it is.
 
 Small constant data goes with ``setBytes``, which Apple documents for data smaller
 than 4 KB only; anything larger goes in its own buffer (for a ``constant T&`` or
@@ -26,99 +18,76 @@ than 4 KB only; anything larger goes in its own buffer (for a ``constant T&`` or
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from ..emulator import binding as _rules
+from ..emulator.abi import abi
 from .parameters import BFLOAT, BufferParameter
 
 #: ``setBytes:length:atIndex:`` takes data smaller than this (Apple's MTLComputeCommandEncoder docs).
 SET_BYTES_LIMIT = 4096
 
 
-def _where(param: BufferParameter) -> str:
-    return f"parameter '{param.name}' [[buffer({param.index})]] ({param.declared})"
+@dataclass(frozen=True)
+class ElementInfo:
+    """A parameter as the emulator's rules read it (the fields of its ParamInfo they use)."""
+
+    elem_kind: int
+    elem_size: int  # bytes of one element, padding included
+    lane_size: int  # bytes of one scalar
+    lanes: int
+    is_atomic: bool
+    address_space: int
 
 
-def _accepted(dtype: np.dtype, param: BufferParameter) -> bool:
-    want = param.dtype
-    if want == BFLOAT:
-        return dtype == np.uint16 or dtype.name == "bfloat16"
-    return dtype == want or (want == np.float16 and dtype == np.uint16)
-
-
-def _wanted(param: BufferParameter) -> str:
-    if param.dtype == BFLOAT:
-        return "uint16 (bfloat bit patterns; numpy has no bfloat16 dtype) or ml_dtypes.bfloat16"
-    extra = " (or uint16 bit patterns)" if param.dtype == np.float16 else ""
-    what = "its components" if param.element.lanes > 1 or param.element.atomic else "its elements"
-    return f"{param.dtype.name}{extra} for {what}"
-
-
-def check_array(kernel: str, param: BufferParameter | None, array: np.ndarray) -> None:
-    """TypeError unless the array's memory is what the kernel reads through ``param``."""
-    if param is None or param.element is None:
-        return
-    if not _accepted(array.dtype, param):
-        fix = ""
-        if param.dtype != BFLOAT and array.dtype.fields is None:
-            want = param.dtype.name
-            fix = f"; convert it with .astype(np.{want})" + ("" if param.read_only else (
-                f" (for an output, create it as np.{want} so that the results land in your array)"))
-        raise TypeError(
-            f"kernel '{kernel}': {_where(param)} needs {_wanted(param)}, but the array's dtype is "
-            f"{array.dtype}{fix}. numpy arrays are bound as memory, never converted")
+def element_info(param: BufferParameter, structs: dict[str, np.dtype]) -> ElementInfo | None:
+    """``param`` described for :mod:`gemmglossary.emulator.binding`; None when unknown."""
+    a = abi()
+    words = param.tokens.split()
+    space = a["AS_CONSTANT"] if "constant" in words else a["AS_DEVICE"]
     element = param.element
-    if element.lanes == 3 and not element.packed and array.ndim and array.shape[-1] == 3:
-        raise TypeError(
-            f"kernel '{kernel}': {_where(param)} has 3-component vectors, which take the room of 4 (the 4th "
-            f"is padding), but the array's last axis has 3; pad it to 4 (np.pad(a, [(0, 0)] * (a.ndim - 1) "
-            f"+ [(0, 1)])) or declare the parameter packed_")
+    if element is None:
+        if param.value_type == "void":
+            return ElementInfo(a["EK_VOID"], 1, 1, 1, False, space)
+        struct = structs.get(param.value_type)
+        if struct is None:
+            return None
+        return ElementInfo(a["EK_STRUCT"], struct.itemsize, struct.itemsize, 1, False, space)
+    if element.dtype == BFLOAT:
+        kind, lane_size = a["EK_BFLOAT"], 2
+    else:
+        kind = {"i": a["EK_SINT"], "u": a["EK_UINT"], "f": a["EK_FLOAT"], "b": a["EK_BOOL"]}[element.dtype.kind]
+        lane_size = element.dtype.itemsize
+    room = 4 if element.lanes == 3 and not element.packed else element.lanes  # a 3-vector takes 4 lanes
+    return ElementInfo(kind, lane_size * room, lane_size, element.lanes, element.atomic, space)
+
+
+def _p(param: BufferParameter) -> dict:
+    return {"name": param.name, "index": param.index, "type": param.tokens}
+
+
+def check_array(kernel: str, param: BufferParameter | None, array: np.ndarray, structs: dict) -> None:
+    """The emulator's TypeError unless the array's memory is what the kernel reads."""
+    info = None if param is None else element_info(param, structs)
+    if info is not None:
+        _rules.check_array(array, _p(param), info, kernel)
+
+
+def value_bytes(kernel: str, index: int, param: BufferParameter | None, value, structs: dict) -> bytes:
+    """The bytes of a non-array argument: a value converted to the declared type, bytes, a struct item."""
+    info = None if param is None else element_info(param, structs)
+    if info is not None:
+        return _rules.to_bytes(value, _p(param), info, kernel)[0]
+    if isinstance(value, (bytes, bytearray, memoryview, np.generic)):  # its own bytes: the caller's type
+        return bytes(value) if not isinstance(value, np.generic) else value.tobytes()
+    raise TypeError(
+        f"kernel '{kernel}': buffer {index}: cannot tell the kernel's type for the {type(value).__name__} "
+        f"{value!r}" + (f" (parameter '{param.name}' is '{param.declared}')" if param is not None else "")
+        + "; pass a numpy scalar (e.g. np.uint32(...)), a numpy array or bytes")
 
 
 def bfloat_bits(value: float) -> bytes:
-    """float -> bfloat, rounded to nearest (ties to even), as its two little-endian bytes."""
-    bits = int(np.asarray(value, np.float32).view(np.uint32))
-    if (bits & 0x7FFFFFFF) > 0x7F800000:  # NaN stays a (quiet) NaN
-        return np.uint16((bits >> 16) | 0x0040).tobytes()
-    return np.uint16(((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF).tobytes()
-
-
-def value_bytes(kernel: str, index: int, param: BufferParameter | None, value) -> bytes:
-    """A Python or numpy scalar as the parameter's declared scalar type, refusing what it cannot hold."""
-    if param is None or param.element is None:
-        if isinstance(value, np.generic):  # its own bytes: the type is the caller's to choose
-            return value.tobytes()
-        raise TypeError(
-            f"kernel '{kernel}': buffer {index}: cannot tell the kernel's type for the Python scalar {value!r}"
-            + (f" ({_where(param)})" if param is not None else "")
-            + "; pass a numpy scalar (e.g. np.uint32(...)) or bytes")
-    if param.element.lanes > 1:
-        raise TypeError(f"kernel '{kernel}': {_where(param)} has {param.element.lanes} components: pass a numpy "
-                        f"array of them, not the scalar {value!r}")
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
-    if param.dtype == BFLOAT:
-        if not isinstance(value, (bool, int, float, np.integer, np.floating)):
-            raise TypeError(f"kernel '{kernel}': cannot pass {type(value).__name__} {value!r} to {_where(param)}")
-        return bfloat_bits(float(value))
-    dtype = param.dtype
-    if dtype.kind in "iu":
-        if isinstance(value, (bool, np.bool_)):
-            value = int(value)
-        elif isinstance(value, (float, np.floating)):
-            raise ValueError(f"kernel '{kernel}': {_where(param)} is an integer parameter, but got {value!r} "
-                             f"({type(value).__name__}); pass an int")
-        elif not isinstance(value, (int, np.integer)):
-            raise TypeError(f"kernel '{kernel}': cannot pass {type(value).__name__} {value!r} to {_where(param)}")
-        info = np.iinfo(dtype)
-        if not info.min <= int(value) <= info.max:
-            why = "a negative value" if int(value) < 0 and info.min == 0 else "a value out of range"
-            raise ValueError(f"kernel '{kernel}': {why} {int(value)} for {_where(param)}, whose values are "
-                             f"{info.min}..{info.max}")
-        return dtype.type(int(value)).tobytes()
-    if dtype.kind == "b":
-        if not isinstance(value, (bool, np.bool_, int, np.integer)) or int(value) not in (0, 1):
-            raise ValueError(f"kernel '{kernel}': {_where(param)} is bool, but got {value!r}")
-        return np.bool_(bool(value)).tobytes()
-    if not isinstance(value, (bool, int, float, np.generic)) or isinstance(value, (np.complexfloating, complex)):
-        raise TypeError(f"kernel '{kernel}': cannot pass {type(value).__name__} {value!r} to {_where(param)}")
-    return dtype.type(value).tobytes()
+    """float -> bfloat rounded to nearest (ties to even), as its two bytes: the emulator's rounding."""
+    return _rules._bfloat_bits(np.array([value], np.float32)).tobytes()

@@ -81,16 +81,13 @@ class BufferParameter:
     declared: str  # the declared type as written, whitespace normalized: "device const float*"
     element: Element | None  # None when unknown (a struct, a template parameter, a macro)
     reference: bool  # `T&` (one value) rather than `T*`
+    tokens: str = ""  # the type's tokens joined by spaces, as msl and the emulator print it
+    value_type: str = ""  # the type pointed or referred to: "float", "GemmParams", "void"
 
     @property
     def dtype(self):
         """numpy dtype of its scalars, BFLOAT, or None when unknown."""
         return None if self.element is None else self.element.dtype
-
-    @property
-    def read_only(self) -> bool:
-        words = self.declared.replace("*", " ").replace("&", " ").split()
-        return "constant" in words or "const" in words
 
 
 def buffer_parameters(source: str, kernel: str) -> dict[int, BufferParameter]:
@@ -102,7 +99,8 @@ def buffer_parameters(source: str, kernel: str) -> dict[int, BufferParameter]:
             continue
         declared = _as_written(p.type)
         index = p.buffer
-        out[index] = BufferParameter(index, p.name, declared, element_type(p.value_type), p.is_reference)
+        out[index] = BufferParameter(index, p.name, declared, element_type(p.value_type), p.is_reference,
+                                     p.type, p.value_type)
     return out
 
 
