@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from gemmglossary import paths
 from gemmglossary.msl.declarations import constants
 from gemmglossary.msl.expressions import evaluate
-from gemmglossary.msl.signature import find_kernel, kernels, parse_parameters, scalar_parameter_types
+from gemmglossary.msl.signature import find_kernel, kernels, parse_parameters
 from gemmglossary.msl.tokens import SourceError
 
 SOURCE = """\
@@ -87,27 +86,6 @@ def test_buffer_index_that_is_not_arithmetic_is_an_error():
     [k] = kernels("kernel void f(device float* x [[buffer(IDX)]]) {}", "f.metal")
     with pytest.raises(ValueError, match=r"f.metal:1: error: cannot evaluate the index of \[\[buffer\(IDX\)\]\]"):
         k.parameters[0].buffer
-
-
-def test_scalar_parameter_types():
-    src = """
-    // kernel void decoy(constant float& x [[buffer(0)]]) {}
-    struct P { uint a; };
-    [[kernel, max_total_threads_per_threadgroup(128)]]
-    void k(device const float* A [[buffer(0)]],
-           constant uint&   M [[buffer(1)]],
-           constant float & alpha [[buffer(2)]],
-           const constant half& h [[buffer(3)]],
-           constant P& p [[buffer(4)]],
-           constant bool& flag [[buffer(5)]],
-           constant unsigned int& u [[buffer(6)]],
-           uint2 tid [[thread_position_in_grid]]) {}
-    """
-    assert scalar_parameter_types(src, "k") == {
-        1: np.dtype(np.uint32), 2: np.dtype(np.float32), 3: np.dtype(np.float16), 5: np.dtype(np.bool_),
-        6: np.dtype(np.uint32),
-    }
-    assert scalar_parameter_types(src, "nope") == {}
 
 
 def test_a_kernel_file_read_as_written_gives_what_the_emulator_compiles():
