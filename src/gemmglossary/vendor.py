@@ -14,7 +14,6 @@ it (keeping the edited copy).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.metadata
 import os

@@ -66,7 +66,10 @@ def compiler() -> tuple[str, str]:
 @lru_cache(maxsize=1)
 def shim_hash() -> str:
     h = hashlib.sha256(EMULATOR_VERSION.encode())
-    files = [HERE / "rewrite.py", HERE.parent / "msl" / "lexer.py", HERE / "build.py", HERE / "shimgen.py"]
+    # The rewriter and the parts of gemmglossary.msl it reads source with.
+    msl = HERE.parent / "msl"
+    files = [HERE / "rewrite.py", HERE / "build.py", HERE / "shimgen.py",
+             *(msl / f for f in ("lexer.py", "tokens.py", "signature.py", "expressions.py"))]
     for d in (SHIM_DIR, HERE / "cpp"):
         files += sorted(d.rglob("*"))
     for p in files:

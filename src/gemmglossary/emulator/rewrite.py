@@ -1,7 +1,9 @@
 """Turn preprocessed Metal Shading Language into C++ for the shim.
 
-Works on tokens (see lexer.py), never on raw text, and keeps every newline so the
-linemarkers of the preprocessed input still map each line to the original .metal/.h file.
+Works on tokens (gemmglossary.msl.lexer), never on raw text, and keeps every newline so
+the linemarkers of the preprocessed input still map each line to the original .metal/.h
+file. Kernel parameters are read by the project's one signature reader
+(gemmglossary.msl.signature); what the emulator does with them is decided here.
 """
 
 from __future__ import annotations
@@ -12,7 +14,20 @@ from dataclasses import dataclass, field
 
 from .abi import abi
 from .errors import CompileError
+from ..msl.expressions import ExpressionError, evaluate
 from ..msl.lexer import Tok, assign_lines, join, tokenize
+from ..msl.signature import parse_parameters
+# The token walkers shared by every reader of Metal source (gemmglossary.msl.tokens).
+from ..msl.tokens import SourceError
+from ..msl.tokens import attribute_end as _find_attr_end
+from ..msl.tokens import attribute_items as _attr_items
+from ..msl.tokens import gnu_attribute_items as _attr_items_gnu
+from ..msl.tokens import is_attribute_start as _is_attr_start
+from ..msl.tokens import match as _match
+from ..msl.tokens import match_back as _match_back
+from ..msl.tokens import next_sig as _sig
+from ..msl.tokens import prev_sig as _prev_sig
+from ..msl.tokens import text as _text
 
 # each address-space qualifier and its AddressSpace (mslemu_abi.h); the last three are thread memory here
 ADDRESS_SPACES = {q: abi()[a] for q, a in {
@@ -73,72 +88,12 @@ class Rewritten:
     all_names: list[str] = field(default_factory=list)
 
 
-def _sig(toks: list[Tok], i: int) -> int:
-    """Index of the next significant token at or after i."""
-    n = len(toks)
-    while i < n and toks[i].kind in ("ws", "nl", "comment"):
-        i += 1
-    return i
-
-
-def _prev_sig(toks: list[Tok], i: int) -> int:
-    while i >= 0 and toks[i].kind in ("ws", "nl", "comment"):
-        i -= 1
-    return i
-
-
-def _match(toks: list[Tok], i: int) -> int:
-    """Index of the bracket closing the one at i (handles () [] {} and <>)."""
-    open_ = toks[i].text
-    j = i
-    n = len(toks)
-    depth = 0
-    while j < n:
-        t = toks[j]
-        if t.kind == "punct":
-            if t.text in ("(", "[", "{") or (t.text == "<" and open_ == "<"):
-                depth += 1
-            elif t.text in (")", "]", "}") or (t.text in (">", ">>") and open_ == "<"):
-                depth -= 2 if t.text == ">>" else 1
-                if depth <= 0:
-                    return j
-        j += 1
-    raise CompileError(f"{toks[i].file}:{toks[i].line}: error: unbalanced '{open_}'")
-
-
-_OPENER = {")": "(", "]": "[", "}": "{", ">": "<", ">>": "<"}
-
-
-def _match_back(toks: list[Tok], i: int) -> int:
-    """Index of the bracket opening the one that closes at i, or -1.
-
-    Counts only brackets of the same kind; ``>>`` closes two ``<``."""
-    open_ = _OPENER[toks[i].text]
-    closers = (">", ">>") if open_ == "<" else (toks[i].text,)
-    depth = 0
-    k = i
-    while k >= 0:
-        t = toks[k].text
-        if t in closers:
-            depth += 2 if t == ">>" else 1
-        elif t == open_:
-            depth -= 1
-            if depth == 0:
-                return k
-        k -= 1
-    return -1
-
-
 def _blank(toks: list[Tok], a: int, b: int, repl: str = "") -> None:
     """Replace tokens a..b (inclusive) by repl, keeping their newlines."""
     nls = sum(toks[k].text.count("\n") for k in range(a, b + 1))
     toks[a] = Tok("id", repl + "\n" * nls, toks[a].line, toks[a].file)
     for k in range(a + 1, b + 1):
         toks[k] = Tok("ws", "", toks[k].line, toks[k].file)
-
-
-def _text(toks: list[Tok], a: int, b: int) -> str:
-    return " ".join(t.text for t in toks[a:b + 1] if t.kind not in ("ws", "nl", "comment")).strip()
 
 
 def _after_template_header(words: list[str]) -> list[str]:
@@ -201,44 +156,6 @@ def _angle_text(toks: list[Tok], lt: int, gt: int) -> str:
     inner list, whose '>' belongs to the text."""
     inner = _text(toks, lt + 1, gt - 1)
     return inner + " >" if toks[gt].text == ">>" else inner
-
-
-def _attr_items(toks: list[Tok], a: int, b: int) -> list[tuple[str, str]]:
-    """Items of an attribute list between [[ (at a) and ]] (ending at b): (name, argument text)."""
-    items: list[tuple[str, str]] = []
-    i = a + 2
-    end = b - 1
-    while i <= end:
-        i = _sig(toks, i)
-        if i > end:
-            break
-        t = toks[i]
-        if t.kind != "id":
-            i += 1
-            continue
-        name = t.text
-        j = _sig(toks, i + 1)
-        arg = ""
-        if j <= end and toks[j].text == "(":
-            k = _match(toks, j)
-            arg = _text(toks, j + 1, k - 1)
-            j = _sig(toks, k + 1)
-        items.append((name, arg))
-        i = j
-        if i <= end and toks[i].text == ",":
-            i += 1
-    return items
-
-
-def _find_attr_end(toks: list[Tok], i: int) -> int:
-    """toks[i] is '[' and toks[i+1] is '['; return the index of the second ']' of ']]'."""
-    k = _match(toks, i + 1)  # inner ]
-    k2 = _sig(toks, k + 1)
-    return k2
-
-
-def _is_attr_start(toks: list[Tok], i: int) -> bool:
-    return toks[i].text == "[" and i + 1 < len(toks) and toks[i + 1].text == "["
 
 
 def _c_value(v, typ: str) -> str:
@@ -673,73 +590,33 @@ class Rewriter:
                 f"of the same length")
 
     def parse_params(self, lp: int, rp: int, name_tok: Tok) -> list[Param]:
-        toks = self.toks
         params: list[Param] = []
-        # split at top-level commas
-        parts = []
-        depth = 0
-        cur = lp + 1
-        k = lp + 1
-        while k < rp:
-            x = toks[k].text
-            if x in ("(", "[", "{", "<"):
-                depth += 1
-            elif x in (")", "]", "}", ">"):
-                depth -= 1
-            elif x == ">>":
-                depth -= 2
-            elif x == "," and depth == 0:
-                parts.append((cur, k - 1))
-                cur = k + 1
-            k += 1
-        if _text(toks, cur, rp - 1):
-            parts.append((cur, rp - 1))
         used_buffers = set()
         pending = []
-        for a, b in parts:
-            attr_items: list[tuple[str, str]] = []
-            end = b
-            m = a
-            first_attr = None
-            while m <= b:
-                if _is_attr_start(toks, m):
-                    e = _find_attr_end(toks, m)
-                    attr_items += _attr_items(toks, m, e)
-                    if first_attr is None:
-                        first_attr = m
-                    m = e + 1
-                    continue
-                m += 1
-            if first_attr is not None:
-                end = _prev_sig(toks, first_attr - 1)
-            name_i = end
-            while name_i >= a and toks[name_i].kind != "id":
-                name_i -= 1
-            pname = toks[name_i].text
-            ptype = _text(toks, a, name_i - 1)
-            t0 = toks[_sig(toks, a)]
+        for p in parse_parameters(self.toks, lp, rp):
+            where = Tok("id", p.name, p.line, p.file)
             kind, index, attr, gate = P_NONE, -1, "", None
-            for n, arg in attr_items:
+            for n, arg in p.attributes:
                 if n == "buffer":
-                    kind, index, attr = P_BUFFER, _int_arg(arg, t0, self), "buffer"
+                    kind, index, attr = P_BUFFER, _int_arg(arg, where, self), "buffer"
                 elif n == "threadgroup":
-                    kind, index, attr = P_TGMEM, _int_arg(arg, t0, self), "threadgroup"
+                    kind, index, attr = P_TGMEM, _int_arg(arg, where, self), "threadgroup"
                 elif n in ATTR_KINDS:
                     kind, attr = ATTR_KINDS[n], n
                 elif n == "function_constant":
                     gate = arg
                 elif n in ("texture", "sampler"):
-                    raise self.err(t0, f"textures and samplers are not supported by the emulator (parameter '{pname}')")
+                    raise self.err(where, f"textures and samplers are not supported by the emulator (parameter '{p.name}')")
             if kind == P_NONE:
-                words = set(re.findall(r"[A-Za-z_]\w*", ptype))
+                words = set(re.findall(r"[A-Za-z_]\w*", p.type))
                 if words & {"device", "constant"}:
                     pending.append(len(params))
                     kind, attr = P_BUFFER, "buffer"
                 else:
-                    raise self.err(t0, f"kernel parameter '{pname}' has no [[buffer(n)]] or thread attribute")
+                    raise self.err(where, f"kernel parameter '{p.name}' has no [[buffer(n)]] or thread attribute")
             if kind == P_BUFFER:
                 used_buffers.add(index)
-            params.append(Param(pname, ptype, kind, index, attr, gate, t0.line, t0.file))
+            params.append(Param(p.name, p.type, kind, index, attr, gate, p.line, p.file))
         nxt = 0
         for pi in pending:
             while nxt in used_buffers:
@@ -1093,42 +970,12 @@ def _esc(s: str) -> str:
     return s.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _attr_items_gnu(toks: list[Tok], a: int, e: int) -> list[tuple[str, str]]:
-    """Items of __attribute__((...)) from the __attribute__ token a to the closing paren e."""
-    p = _sig(toks, a + 1)
-    q = _sig(toks, p + 1)
-    if toks[q].text != "(":
-        return []
-    inner_end = _match(toks, q)
-    items = []
-    k = q + 1
-    while k < inner_end:
-        k = _sig(toks, k)
-        if k >= inner_end:
-            break
-        if toks[k].kind == "id":
-            name = toks[k].text
-            j = _sig(toks, k + 1)
-            arg = ""
-            if toks[j].text == "(":
-                m = _match(toks, j)
-                arg = _text(toks, j + 1, m - 1)
-                j = m + 1
-            items.append((name, arg))
-            k = j
-        else:
-            k += 1
-    return items
-
-
 def _int_arg(arg: str, t: Tok, rw: Rewriter) -> int:
+    """A [[buffer(i)]] / [[threadgroup(i)]] index: integer arithmetic after macro expansion."""
     try:
-        return int(arg.replace(" ", ""), 0)
-    except ValueError:
-        try:
-            return int(eval(arg, {"__builtins__": {}}, {}))  # simple arithmetic after macro expansion
-        except Exception:
-            raise rw.err(t, f"cannot evaluate buffer index '{arg}'") from None
+        return evaluate(arg)
+    except ExpressionError:
+        raise rw.err(t, f"cannot evaluate buffer index '{arg}'") from None
 
 
 def _arity(typ: str) -> int:
@@ -1144,4 +991,7 @@ def _arity(typ: str) -> int:
 def rewrite(text: str, default_file: str, function_constants: dict | None = None,
             only: Collection[str] | None = None) -> Rewritten:
     """Rewrite preprocessed Metal source; `only` names the kernel instantiations to keep."""
-    return Rewriter(text, default_file, function_constants, only).run()
+    try:
+        return Rewriter(text, default_file, function_constants, only).run()
+    except SourceError as exc:  # e.g. an unbalanced bracket, found by the shared token walkers
+        raise CompileError(str(exc)) from None

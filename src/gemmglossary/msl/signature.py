@@ -27,7 +27,7 @@ from .tokens import (attribute_end, attribute_items, error, gnu_attribute_items,
 ADDRESS_SPACES = ("device", "constant", "threadgroup", "thread", "threadgroup_imageblock",
                   "ray_data", "object_data")
 
-#: numpy dtype of each scalar type a ``constant T&`` parameter may have.
+#: numpy dtype of each scalar type of Metal Shading Language.
 SCALAR_TYPES = {
     "bool": np.bool_,
     "char": np.int8, "int8_t": np.int8,
@@ -284,15 +284,3 @@ def kernels(source: str | list[Tok], filename: str = "<source>") -> list[KernelS
 def find_kernel(source: str, name: str, filename: str = "<source>") -> KernelSignature | None:
     """The kernel whose host name (or function name) is ``name``, or None."""
     return next((k for k in kernels(source, filename) if k.name == name), None)
-
-
-def scalar_parameter_types(source: str, name: str) -> dict[int, np.dtype]:
-    """{buffer index: numpy dtype} for every ``constant T& x [[buffer(i)]]`` of kernel
-    ``name`` whose ``T`` is a scalar type (the Metal backend encodes Python scalars with it)."""
-    sig = find_kernel(source, name)
-    out: dict[int, np.dtype] = {}
-    for p in (sig.parameters or ()) if sig else ():
-        if (p.address_space == "constant" and p.is_reference and not p.is_pointer
-                and p.value_type in SCALAR_TYPES and p.attribute("buffer") is not None):
-            out[p.buffer] = np.dtype(SCALAR_TYPES[p.value_type])
-    return out
