@@ -235,17 +235,31 @@ def test_partial_simdgroup_is_a_launch_error(kernels):
                           threads=16, threads_per_threadgroup=16)
 
 
-def test_unsupported_scope_is_a_compile_error():
-    src = SOURCE.split("template <typename TI")[0] + """
+UNSUPPORTED = {
+    "execution_simdgroups": ("""
 kernel void k(device half* A [[buffer(0)]], device float* C [[buffer(1)]]) {
   auto t = tensor<device half, ext2, tensor_inline>(A, ext2(16, 16));
   auto c = tensor<device float, ext2, tensor_inline>(C, ext2(16, 16));
   matmul2d<matmul2d_descriptor(16, 16, 16), execution_simdgroups<4>> op;
   op.run(t, t, c);
 }
-"""
-    with pytest.raises(CompileError, match=r"execution_simdgroups<N>.*execution_simdgroup scope only"):
+""", "matmul2d<matmul2d_descriptor", r"execution_simdgroups<N>.*execution_simdgroup scope only"),
+    "tensor_handle": ("""
+kernel void k(tensor<device half, ext2> A [[buffer(0)]]) {
+  (void)A;
+}
+""", "kernel void k", r"tensor_handle .* not supported by the emulator"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(UNSUPPORTED))
+def test_unsupported_is_a_compile_error_at_the_line(what):
+    body, at, message = UNSUPPORTED[what]
+    src = SOURCE.split("template <typename TI")[0] + body
+    where = next(i for i, ln in enumerate(src.splitlines(), 1) if at in ln)
+    with pytest.raises(CompileError, match=message) as e:
         load_kernel(src, "k")
+    assert str(e.value).startswith(f"<source>:{where}:"), str(e.value)
 
 
 @pytest.mark.parametrize("shape", [(64, 64, 32), (50, 70, 45), (1, 1, 1), (130, 33, 100)],

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import pytest
 
-from gemmglossary.emulator import PortabilityWarning, load_kernel
+from gemmglossary.emulator import OutOfBoundsError, PortabilityWarning, load_kernel
 from gemmglossary.mlx import matmul, nax
 from gemmglossary.mlx.launch import bfloat16
 from gemmglossary.paths import vendor_dir
@@ -108,3 +108,29 @@ def test_nax_gemm_matches_numpy(case):
         ref = kwargs["alpha"] * ref + kwargs["beta"] * c.astype(np.float64)
     ulp = 2.0**-11 if dtype == np.float16 else 2.0**-8
     np.testing.assert_allclose(launch.out.astype(np.float64), ref, rtol=ulp, atol=1e-5 * K)
+
+
+SECOND_MMA = """
+#include "mlx/backend/metal/kernels/utils.h"
+#include "mlx/backend/metal/kernels/steel/gemm/nax.h"
+using namespace mlx::steel;
+kernel void second_mma(device float* out [[buffer(0)]]) {
+  BaseNAXFrag::dtype_frag_t<float> c0(0.0f), c1(0.0f);
+  BaseNAXFrag::dtype_frag_t<half> a0(half(1.0f)), a1(half(1.0f)), b(half(1.0f));
+  BaseNAXFrag::mma(c0, c1, a0, a1, metal::bool_constant<false>{}, b, metal::bool_constant<false>{});
+  out[0] = c0[0];
+}
+"""
+
+
+def test_second_mma_overload_writes_past_the_left_operand():
+    """BaseNAXFrag's other mma (two A fragments, one B) keeps the 16x32x16 descriptor, so its
+    left operand holds 8 elements per lane, and it writes elements 8 to 15 (nax.h). The
+    fused GEMM never calls it (every tile has two B fragments per simdgroup: TN = 2)."""
+    assert all(bn // wn == 32 for _, bn, _, _, wn in nax.CONFIGS)
+    kernel = load_kernel(SECOND_MMA, "second_mma", include_dirs=nax.include_dirs())
+    with pytest.raises(OutOfBoundsError) as e:
+        kernel(np.zeros(1, np.float32), threads=32, threads_per_threadgroup=32)
+    line = _line("ct_a[kElemsPerFrag + i] = Am1[i];")
+    assert f"'cooperative tensor (left input)': element index 8" in str(e.value)
+    assert f"nax.h:{line}" in str(e.value), str(e.value)

@@ -195,6 +195,9 @@ template <class I, size_t R> using dextents = typename dextents_<I, R>::type;
 // `tensor<device T, ...>`); the view keeps the buffer's bounds and whether it is
 // threadgroup memory, for the bounds and race checks.
 template <class T, class Ext, class Layout = tensor_handle> struct tensor {
+  static_assert(!std::is_same_v<Layout, tensor_handle>,
+                "tensor_handle (a tensor the host binds as a kernel argument) is not supported by the emulator: "
+                "make a tensor<..., tensor_inline> from a buffer pointer and extents in the kernel");
   using element_type = T;
   using value_type = std::remove_cv_t<T>;
   using extents_type = Ext;
