@@ -530,7 +530,8 @@ template <class Op, class LT, class RT, class DT> void run_combine(int, Fiber** 
   if (count < 32) {
     char a[160], b[160];
     fail(E_DIVERGE, "simdgroup divergence in simdgroup %u: the matmul2d run at %s:%d is reached by lanes %s only "
-         "(lanes %s returned); every thread of the execution scope (execution_simdgroup: the whole simdgroup) "
+         "(lanes %s finished the kernel without reaching it); every thread of the execution scope "
+         "(execution_simdgroup: the whole simdgroup) "
          "must enter run", f0->sg, f0->wfile, f0->wline, lane_list_(a, sizeof a, present, true),
          lane_list_(b, sizeof b, present, false));
   }
