@@ -136,7 +136,7 @@ print(f"{plan.host_name}: {route.config.label()}, {route.threads} threads per th
       f"{plan.threadgroups} threadgroups; matches numpy")
 
 # %% [markdown]
-# ## Break it: call `run` only where the rows are inside the matrix
+# ## Break it: call run only where the rows are inside the matrix
 #
 # A guard that is natural in per-thread code: give the kernel each thread's lane and let
 # only the lanes whose row of the tile is inside `A` take part in the K loop. With `M = 100`
