@@ -13,7 +13,9 @@ half an ulp of the output type on top of that for half and bfloat outputs.
 
 from __future__ import annotations
 
+import re
 import warnings
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -174,6 +176,21 @@ def test_layout_is_mlx_basenaxfrag(kernels):
             col = (block % 2) * 16 + fn + e % 4
             assert out[row, col] == 1000 * lane + i, (lane, i)
             assert tuple(where[lane, i]) == (col, row), (lane, i)
+
+
+def test_the_pages_lane_table_is_the_emulators_layout(kernels):
+    """docs/glossary/neural-accelerators.md draws one 16x16 block: rows r and r + 8 of each
+    column group belong to one lane. It must be what the emulator computes with."""
+    out = np.zeros((32, 32), np.float32)
+    kernels("lane_map")(out, np.zeros((32, 32, 2), np.int32), threads=32, threads_per_threadgroup=32)
+    lane = out.astype(int) // 1000
+    page = (Path(__file__).resolve().parents[2] / "docs/glossary/neural-accelerators.md").read_text()
+    rows = re.findall(r"^\| \*\*(\d+), (\d+)\*\* \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", page, re.M)
+    assert len(rows) == 8, "the lane table is gone from the page"
+    for r0, r8, *lanes in rows:
+        for group, ln in enumerate(map(int, lanes)):
+            cols = slice(4 * group, 4 * group + 4)
+            assert (lane[int(r0), cols] == ln).all() and (lane[int(r8), cols] == ln).all(), (r0, group)
 
 
 @pytest.mark.parametrize("how", [0, 1, 2], ids=["by-index", "load", "constant"])
