@@ -54,6 +54,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
                         f"{source_path().name}), got {a.dtype} and {b.dtype}")
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError(f"cannot multiply shapes {a.shape} and {b.shape}")
-    config = matmul.nax_config(device, a.shape[-2], b.shape[-1], a.shape[-1]).as_tuple
+    M, N, K = a.shape[-2], b.shape[-1], a.shape[-1]
+    config = matmul.nax_config(device, M, N, K)
     return steel.plan_fused(a, b, c, alpha=alpha, beta=beta, config=config,
-                            swizzle_rule=lambda tiles_m: matmul.nax_swizzle_log(tiles_m, device), nax=True)
+                            swizzle_log=matmul.nax_swizzle_log(matmul.cdiv(M, config.bm), device), nax=True)

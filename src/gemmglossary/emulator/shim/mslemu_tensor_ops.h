@@ -139,7 +139,7 @@ inline float* scratch(size_t n) {
 }  // namespace mslemu
 
 // ------------------------------------------------------------------ <metal_tensor>
-template <class T> MSLEMU_AI T __metal_get_thread_index_in_simdgroup(T) { return (T)mslemu::tops::fiber()->lane; }
+// __metal_get_thread_index_in_simdgroup, which MLX's nax.h calls, is in mslemu_builtins.h.
 
 namespace metal {
 // Metal's compiler takes vec<T, 8> too (a clang vector extension, not in the spec's list of
