@@ -34,11 +34,8 @@
 #pragma once
 
 namespace mslemu {
-void portability_warning(const char* msg);  // runtime.cpp: the launch reports it as a PortabilityWarning
-
 namespace tops {
 MSLEMU_AI Fiber* fiber() { return ctx.cur; }
-enum { OP_MATMUL2D = 64 };  // collective op code of matmul2d::run (named in runtime.cpp's op_name)
 
 template <class T> constexpr int elem_kind() {  // 0 float, 1 half, 2 bfloat, -1 not supported here
   if constexpr (std::is_same_v<T, float>) return 0;
@@ -478,7 +475,7 @@ template <class X> inline void warn_layout(Fiber** L, int which, const char* rol
       "store() and get_multidimensional_index()), and the emulator uses the layout MLX's BaseNAXFrag "
       "assumes (not portable)",
       file ? file : "?", line, role, L[0]->wfile ? L[0]->wfile : "?", L[0]->wline);
-  portability_warning(msg);
+  portability(file ? file : "?", line, "%s", msg);  // a PortabilityWarning of the launch
 }
 
 // Gather one operand, as stored (rows x cols, row-major floats), from every lane.
@@ -689,7 +686,7 @@ template <unsigned long long Descriptor, class Scope, class... Args> class matmu
     run_args a{{(const void*)&left, (const void*)&right, (const void*)&destination}, mslemu::here()};
     mslemu::Fiber* f = fiber();
     f->cin = &a;
-    mslemu::collective(OP_MATMUL2D, file, line, &run_combine<matmul2d, LT, RT, DT>);
+    mslemu::collective(mslemu::OP_TENSOR_MATMUL2D, file, line, &run_combine<matmul2d, LT, RT, DT>);
   }
 };
 }  // namespace tensor_ops
