@@ -28,7 +28,7 @@ def test_site_builds_strictly(tmp_path):
     )
     assert run.returncode == 0, run.stdout + run.stderr
     glossary = ["barriers", "cooperative-load", "register-blocking", "simdgroup-matrix",
-                "epilogue-fusion", "max-total-threads"]
+                "epilogue-fusion", "max-total-threads", "neural-accelerators"]
     for page in [f"glossary/{g}" for g in glossary] + ["case-studies/tiled-gemm", "case-studies/tiled-to-simdgroup"]:
         html = (site / page / "index.html").read_text(encoding="utf-8")
         assert 'class="excerpt-source"' in html, f"{page}: no kernel excerpt"

@@ -2,9 +2,10 @@
 
 The quoted files come from the excerpt lock.  A first-party kernel counts as executed
 when it is in the GEMM table (gemmglossary.kernels), which
-test_load_kernel.py runs on every backend; an MLX header counts when
-kernels/steel_gemm.metal includes it (transitively, as the preprocessor answers,
-``#if`` honoured), which test_steel.py runs.
+test_load_kernel.py runs on every backend, or is nax_matmul.metal (Metal 4 only), which
+tests/emulator/test_tensor_ops.py runs; an MLX header counts when kernels/steel_gemm.metal
+or kernels/mlx_steel_gemm_nax.metal includes it (transitively, as the preprocessor answers,
+``#if`` honoured), which test_steel_gemm.py and test_nax_gemm.py run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 
 from gemmglossary import paths
 from gemmglossary.exercises import all_exercises
+from gemmglossary.mlx import nax as mlx_nax
 from gemmglossary.mlx import steel as mlx_steel
 from gemmglossary.kernels import KERNELS
 from gemmglossary.msl.includes import included_files
@@ -25,9 +27,11 @@ def quoted_files() -> set:
 
 def executed_files() -> set:
     executed = {spec.path.resolve() for spec in KERNELS.values()}
-    steel = mlx_steel.source_path()
-    executed.add(steel.resolve())
-    executed |= included_files(steel, mlx_steel.include_dirs())
+    executed.add((paths.kernels_dir() / "nax_matmul.metal").resolve())
+    for family in (mlx_steel, mlx_nax):
+        source = family.source_path()
+        executed.add(source.resolve())
+        executed |= included_files(source, family.include_dirs())
     executed |= {p.resolve() for e in all_exercises() for p in e.kernel_files}
     return executed
 

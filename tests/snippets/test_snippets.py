@@ -33,7 +33,7 @@ SNIPPETS = snippets_hook.snippet_paths(ROOT)
 HOOK = ROOT / "docs" / ".hooks" / "snippets.py"
 EXPECTED = {
     "cooperative_load", "register_blocking", "simdgroup_matrix", "barriers",
-    "epilogue_fusion", "max_total_threads", "tiled_gemm", "tiled_to_simdgroup",
+    "epilogue_fusion", "max_total_threads", "tiled_gemm", "tiled_to_simdgroup", "neural_accelerators",
 }
 
 
@@ -400,6 +400,7 @@ PAGES = {
     "glossary/barriers.md": "barriers",
     "glossary/epilogue-fusion.md": "epilogue_fusion",
     "glossary/max-total-threads.md": "max_total_threads",
+    "glossary/neural-accelerators.md": "neural_accelerators",
     "case-studies/tiled-gemm.md": "tiled_gemm",
     "case-studies/tiled-to-simdgroup.md": "tiled_to_simdgroup",
 }

@@ -34,8 +34,7 @@ struct sampler {
 MSLEMU_NO_TYPE(imageblock, "imageblocks belong to tile shading on the GPU's tile memory")
 MSLEMU_NO_TYPE(visible_function_table, "function tables need the GPU's function pointers")
 MSLEMU_NO_TYPE(intersection_function_table, "ray tracing is not emulated")
-MSLEMU_NO_TYPE(tensor, "Metal 4 tensors (and the performance primitives built on them) are not emulated")
-MSLEMU_NO_TYPE(tensor_inline, "Metal 4 tensors (and the performance primitives built on them) are not emulated")
+// Metal 4 tensors and MetalPerformancePrimitives' matmul2d: mslemu_tensor_ops.h (<metal_tensor>)
 MSLEMU_NO_TYPE(command_buffer, "indirect command buffers are not emulated")
 MSLEMU_NO_TYPE(mesh, "mesh shading is not emulated")
 namespace raytracing {
