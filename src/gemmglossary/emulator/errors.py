@@ -19,6 +19,8 @@ so that programs need not parse the wording (every one is None when it does not 
 
 from __future__ import annotations
 
+import re
+
 from typing import NamedTuple
 
 
@@ -124,7 +126,9 @@ def with_facts(exc, facts: dict[str, str], symbolizer=None):
     conv = {"threadgroup": ints, "thread": thread, "other_thread": thread, "index": int, "length": int,
             "element_size": int, "simdgroup": int, "not_reached": _ids, "waiting": _ids,
             "site": _site, "sites": lambda s: [_site(x) for x in s.split(";") if x],
-            "operation": lambda s: s if ";" not in s else s.split(";")}
+            "operation": lambda s: s if ";" not in s else s.split(";"),
+            # the message quotes the element ('tile[0][1]'); the attribute holds it bare
+            "element": lambda s: re.sub(r"^'([^']*)'", r"\1", s)}
     for key, value in facts.items():
         if key.endswith("_pc"):
             key = key[:-3]
