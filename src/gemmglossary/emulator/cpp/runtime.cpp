@@ -1127,14 +1127,17 @@ extern "C" __attribute__((visibility("default"))) int mslemu_fork_workers(Mslemu
 }
 
 // A spawned worker (emulator/cpp/worker_main.cpp calls this after loading the kernel):
-// map the caller's shared region from descriptor `fd`, move its pointers by the mapping's
-// offset from the caller's, and run worker `index`.
+// map the caller's shared region from descriptor `fd`, copy the launch from it with its
+// pointers moved by the mapping's offset from the caller's, and run worker `index`.
 extern "C" __attribute__((visibility("default"))) int mslemu_worker(int fd, uint64_t size, int index, MslemuEntry entry) {
   find_so_base();
   char* base = (char*)mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) return E_GENERIC;
   close(fd);
-  MslemuLaunch* l = (MslemuLaunch*)base;
+  // a private copy: the other workers map the same struct, each at its own address
+  static MslemuLaunch own;
+  own = *(const MslemuLaunch*)base;
+  MslemuLaunch* l = &own;
   intptr_t delta = (intptr_t)base - (intptr_t)l->region_base;
   auto move = [&](auto* p) { return p ? (decltype(p))((char*)p + delta) : p; };
   for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) { l->buf[i] = move((char*)l->buf[i]); l->buf_name[i] = move(l->buf_name[i]); }
