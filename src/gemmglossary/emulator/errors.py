@@ -5,7 +5,7 @@ so that programs need not parse the wording (every one is None when it does not 
 
 - ``threadgroup`` (x, y, z); ``thread``, a :class:`Thread`; ``site`` (file, line) of the
   current thread's access or call;
-- DataRaceError: ``memory`` (the threadgroup variable), ``element`` ("tile[0][1]"),
+- DataRaceError: ``memory`` (the threadgroup variable), ``element`` ("tile[0][1]", no quotes),
   ``access`` ("read" / "write"); ``other_thread``, ``other_site``, ``other_access``;
 - OutOfBoundsError: ``buffer``, ``index``, ``length`` (elements), ``element_size``,
   ``access`` ("read", "write", or "unknown" for elements over 32 KiB);

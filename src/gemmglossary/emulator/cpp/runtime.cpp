@@ -188,16 +188,25 @@ void mslemu::portability(const char* file, int line, const char* f, ...) {
   add_warning(file, line, b, Facts().add("kind", "library").where(ctx.cur).add("site", site(file, line)));
 }
 
+// the Metal name of a collective, for reports (quad-group functions: "quad_" + the name)
 static const char* op_name(int op) {
-  static const char* names[] = {"?", "simd_sum", "simd_product", "simd_max", "simd_min", "simd_shuffle", "simd_shuffle_xor",
-                                "simd_shuffle_up", "simd_shuffle_down", "simd_broadcast", "simd_broadcast_first",
-                                "simd_prefix_exclusive_sum", "simd_prefix_inclusive_sum", "simd_all", "simd_any",
-                                "simdgroup matrix multiply", "simd_and", "simd_or", "simd_xor", "simd_shuffle_rotate_down",
-                                "simd_shuffle_rotate_up", "simd_is_first"};
+  static const char* names[] = {"?", "sum", "product", "max", "min", "shuffle", "shuffle_xor", "shuffle_up", "shuffle_down",
+                                "broadcast", "broadcast_first", "prefix_exclusive_sum", "prefix_inclusive_sum", "all",
+                                "any", "simdgroup matrix multiply", "and", "or", "xor", "shuffle_rotate_down",
+                                "shuffle_rotate_up", "is_first", "prefix_exclusive_product", "prefix_inclusive_product",
+                                "ballot", "active_threads_mask", "shuffle_and_fill_up", "shuffle_and_fill_down"};
+  static_assert(sizeof names / sizeof *names == OP_FILL_DOWN + 1, "a name for every op code of mslemu_abi.h");
+  static char buf[8][48];  // a few names live at once in one message
+  static int next;
   if (op == OP_SIMD_BARRIER) return "simdgroup_barrier";
   if (op == OP_TENSOR_MATMUL2D) return "matmul2d::run";
-  if (op > 0 && op < (int)(sizeof names / sizeof *names)) return names[op];
-  return "simd-group function";
+  if (op == OP_MMA) return names[OP_MMA];
+  bool quad = op > OP_QUAD && op - OP_QUAD <= OP_FILL_DOWN;
+  int base = quad ? op - OP_QUAD : op;
+  if (base <= 0 || base > OP_FILL_DOWN) return "simd-group function";
+  char* out = buf[next++ % 8];
+  snprintf(out, sizeof buf[0], "%s_%s", quad ? "quad" : "simd", names[base]);
+  return out;
 }
 
 static std::string id_list(const std::vector<uint32_t>& ids) {
@@ -1127,14 +1136,17 @@ extern "C" __attribute__((visibility("default"))) int mslemu_fork_workers(Mslemu
 }
 
 // A spawned worker (emulator/cpp/worker_main.cpp calls this after loading the kernel):
-// map the caller's shared region from descriptor `fd`, move its pointers by the mapping's
-// offset from the caller's, and run worker `index`.
+// map the caller's shared region from descriptor `fd`, copy the launch from it with its
+// pointers moved by the mapping's offset from the caller's, and run worker `index`.
 extern "C" __attribute__((visibility("default"))) int mslemu_worker(int fd, uint64_t size, int index, MslemuEntry entry) {
   find_so_base();
   char* base = (char*)mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) return E_GENERIC;
   close(fd);
-  MslemuLaunch* l = (MslemuLaunch*)base;
+  // a private copy: the other workers map the same struct, each at its own address
+  static MslemuLaunch own;
+  own = *(const MslemuLaunch*)base;
+  MslemuLaunch* l = &own;
   intptr_t delta = (intptr_t)base - (intptr_t)l->region_base;
   auto move = [&](auto* p) { return p ? (decltype(p))((char*)p + delta) : p; };
   for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) { l->buf[i] = move((char*)l->buf[i]); l->buf_name[i] = move(l->buf_name[i]); }
