@@ -257,3 +257,25 @@ kernel void vector_store_race(device float* out [[buffer(0)]],
   if (t == 0) reinterpret_cast<threadgroup float4*>(tile)[1] = float4(1.0f);
   if (t == 1) out[0] = tile[5];
 }
+
+// threadgroup elements passed to templates deduce their value type (MLX's reductions:
+// `op(total, shared_vals[i])`, and simd_reduce overloads chosen by sizeof(T))
+struct MinOp {
+  template <typename T> T operator()(T a, T b) thread { return a < b ? a : b; }
+};
+template <typename T, enable_if_t<sizeof(T) < 8, bool> = true> float width_of(T) { return 4.0f; }
+template <typename T, enable_if_t<sizeof(T) == 8, bool> = true> float width_of(T) { return 8.0f; }
+kernel void elements_to_templates(device const float* in [[buffer(0)]],
+                                  device float* out [[buffer(1)]],
+                                  uint t [[thread_index_in_threadgroup]]) {
+  threadgroup float shared_vals[16];
+  shared_vals[t] = in[t];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  MinOp op;
+  float total = 100.0f;
+  for (int i = 0; i < 16; ++i) total = op(total, shared_vals[i]);
+  threadgroup float* p = shared_vals + t;
+  out[t * 3 + 0] = total;
+  out[t * 3 + 1] = width_of(shared_vals[t]);
+  out[t * 3 + 2] = op(*p, 50.0f);
+}
