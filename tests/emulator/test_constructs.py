@@ -332,3 +332,9 @@ def test_threadgroup_elements_passed_to_templates(kernel):
     assert np.all(got[:, 1] == 4), "a float element is 4 bytes wide, not the size of a proxy"
     np.testing.assert_array_equal(got[:, 2], np.minimum(x, 50))
 
+
+def test_members_qualified_by_address_space(kernel):
+    out = np.zeros(3, np.float32)
+    kernel("address_space_members")(bytes(1), np.array([3.0], np.float32).tobytes(), out, threads=1,
+                                    threads_per_threadgroup=1)
+    assert out.tolist() == [1, 6, 8]

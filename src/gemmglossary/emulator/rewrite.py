@@ -132,7 +132,8 @@ def _match_back(toks: list[Tok], i: int) -> int:
 def _blank(toks: list[Tok], a: int, b: int, repl: str = "") -> None:
     """Replace tokens a..b (inclusive) by repl, keeping their newlines."""
     nls = sum(toks[k].text.count("\n") for k in range(a, b + 1))
-    toks[a] = Tok("id", repl + "\n" * nls, toks[a].line, toks[a].file)
+    # what is blanked to whitespace reads as whitespace to the later passes
+    toks[a] = Tok("id" if repl.strip() else "ws", repl + "\n" * nls, toks[a].line, toks[a].file)
     for k in range(a + 1, b + 1):
         toks[k] = Tok("ws", "", toks[k].line, toks[k].file)
 
@@ -833,20 +834,41 @@ class Rewriter:
                 if pv >= 0 and toks[pv].text in (".", "->", "::"):
                     i += 1
                     continue
-                if nx < n and toks[nx].text in ("(", "=", ";", ")", ",", "[", "."):
-                    i += 1
-                    continue
                 if pv >= 0 and (toks[pv].text == ")" or (toks[pv].text == "const" and toks[_prev_sig(toks, pv - 1)].text == ")")):
-                    # a member function qualified by address space: `f() thread`, `f() const device`
-                    if t.text == "thread":
+                    # a member function qualified by address space: `f() thread`, `f() const device`.
+                    # Every object of the emulator lives in thread memory, so the qualifier goes;
+                    # definitions that become identical are dropped by pass_dedupe (MLX defines
+                    # `operator bool() const threadgroup/device/constant` alike), a declaration
+                    # without a body for another space is dropped here.
+                    if t.text == "thread" or self._member_has_body(i):
                         _blank(toks, i, i, " ")
                         i += 1
                     else:
                         i = self.drop_member(i)
                     continue
+                if nx < n and toks[nx].text in ("(", "=", ";", ")", ",", "[", "."):
+                    i += 1
+                    continue
                 i = self.rewrite_as(i)
                 continue
             i += 1
+
+    def _member_has_body(self, i: int) -> bool:
+        """Whether the member function whose qualifier is at i is defined here (a `{` comes
+        before the `;`, past any mem-initializers)."""
+        toks = self.toks
+        k = i + 1
+        while k < len(toks):
+            x = toks[k].text
+            if x in ("(", "["):
+                k = _match(toks, k) + 1
+                continue
+            if x == ";":
+                return False
+            if x == "{":
+                return True
+            k += 1
+        return False
 
     def drop_member(self, i: int) -> int:
         """Remove a member function qualified for device/threadgroup/constant objects: the
@@ -941,6 +963,10 @@ class Rewriter:
             j = _sig(toks, j + 1)
         nxt = toks[j].text
         cq = "const " if (const or asid == 2) else ""
+        if nxt in (",", ">", ">>"):
+            # a template argument (`pair<threadgroup float, int>`): types carry no address space here
+            _blank(toks, start, j - 1, f"{cq}{typ} ")
+            return j
         if typ == "auto" and nxt in ("*", "&"):
             _blank(toks, start, j, "auto " if nxt == "*" else ("const auto& " if (const or asid == 2) else "auto& "))
             return j + 1

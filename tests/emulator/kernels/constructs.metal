@@ -279,3 +279,28 @@ kernel void elements_to_templates(device const float* in [[buffer(0)]],
   out[t * 3 + 1] = width_of(shared_vals[t]);
   out[t * 3 + 2] = op(*p, 50.0f);
 }
+
+// member functions qualified by address space (MLX's _NoMask, complex_t), and an address
+// space inside a template argument list
+struct NoMask {
+  char unused;
+  constexpr METAL_FUNC operator bool() thread { return true; }
+  constexpr METAL_FUNC operator bool() const thread { return true; }
+  constexpr METAL_FUNC operator bool() const threadgroup { return true; }
+  constexpr METAL_FUNC operator bool() const device { return true; }
+  constexpr METAL_FUNC operator bool() const constant { return true; }
+};
+struct Scaled {
+  float a;
+  float get() const device;
+  float get() const thread { return a * 2.0f; }
+};
+template <class T, class U> struct pair_of { T a; U b; };
+kernel void address_space_members(const device NoMask* m [[buffer(0)]],
+                                  const device Scaled* s [[buffer(1)]],
+                                  device float* out [[buffer(2)]]) {
+  out[0] = bool(m[0]) ? 1.0f : 0.0f;
+  out[1] = s[0].get();
+  using tg_pair = pair_of<threadgroup float, int>;
+  out[2] = float(sizeof(tg_pair));
+}
