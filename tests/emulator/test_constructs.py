@@ -338,3 +338,9 @@ def test_members_qualified_by_address_space(kernel):
     kernel("address_space_members")(bytes(1), np.array([3.0], np.float32).tobytes(), out, threads=1,
                                     threads_per_threadgroup=1)
     assert out.tolist() == [1, 6, 8]
+
+
+def test_the_shims_names_stay_out_of_the_kernels_way(kernel):
+    out = np.zeros(1, np.float32)
+    kernel("common_names")(out, threads=1, threads_per_threadgroup=1)
+    assert out[0] == 17

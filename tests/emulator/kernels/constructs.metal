@@ -304,3 +304,11 @@ kernel void address_space_members(const device NoMask* m [[buffer(0)]],
   using tg_pair = pair_of<threadgroup float, int>;
   out[2] = float(sizeof(tg_pair));
 }
+
+// the shim's own names stay out of the kernel's way (`Op` and OP_SUM are common in kernels)
+template <typename U> struct Op { U operator()(U a, U b) thread { return a + b; } };
+enum { OP_SUM = 7, OP_MAX = 9 };
+kernel void common_names(device float* out [[buffer(0)]]) {
+  Op<float> op;
+  out[0] = op(1.0f, float(OP_SUM + OP_MAX));
+}
