@@ -84,6 +84,10 @@ class PortabilityWarning(_Facts, UserWarning):
     """Behaviour that works on Apple GPUs but that the Metal specification does not promise."""
 
 
+class PortabilityError(EmulatorError):
+    """A PortabilityWarning in strict mode (strict=True or $GEMMGLOSSARY_EMULATOR_STRICT)."""
+
+
 class ArgumentTypeError(LaunchError, TypeError):
     """An argument's type does not match its kernel parameter (e.g. a float64 array for ``device float*``)."""
 

@@ -15,7 +15,7 @@ from .abi import abi
 from . import workers as _workers
 from .binding import Blob, bind_buffers
 from .errors import (BarrierError, CompileError, DataRaceError, EmulatorError, KernelCrash, KernelTimeoutError,
-                     LaunchError, OutOfBoundsError, PortabilityWarning, SimdgroupDivergenceError, parse_facts,
+                     LaunchError, OutOfBoundsError, PortabilityError, PortabilityWarning, SimdgroupDivergenceError, parse_facts,
                      with_facts)
 from .symbolize import Symbolizer
 
@@ -131,7 +131,7 @@ class Kernel:
     # ------------------------------------------------------------------ launch
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
                  threadgroup_memory=None, schedule="lockstep", timeout=60.0, race_check=True,
-                 oob_reads="error", workers=None):
+                 oob_reads="error", workers=None, strict=None):
         """Launch the kernel.
 
         A buffer parameter may be left unbound (an index missing from the dict, or None), as
@@ -142,6 +142,10 @@ class Kernel:
         lets out-of-bounds *reads* return zeros with a PortabilityWarning (some vendored
         kernels read past the edge and discard the values) while any out-of-bounds write
         is still an OutOfBoundsError.
+
+        strict: True turns every PortabilityWarning (what Apple GPUs do but the specification
+        does not promise) into a PortabilityError, raised before any output is written back;
+        None (default) reads $GEMMGLOSSARY_EMULATOR_STRICT (1, true or yes: strict).
 
         workers: how many processes share the threadgroups (default: $GEMMGLOSSARY_EMULATOR_WORKERS,
         else up to 2 CPUs). Results and diagnostics do not depend on it: each threadgroup
@@ -157,7 +161,7 @@ class Kernel:
         try:
             launch = region.fill(self._entry, self.meta["id"], ntg, grid, tptg, dispatch_threads, tgm, options)
             report = self._execute(launch, region, options)
-            self._report(report, oob_reads)
+            self._report(report, oob_reads, _strict(strict))
             region.write_back(self.name)
         finally:
             region.close()
@@ -214,16 +218,22 @@ class Kernel:
                 tgm[p["index"]] = _count(n, f"threadgroup_memory[{p['index']}]")
         return tgm
 
-    def _report(self, report: dict, oob_reads: str) -> None:
-        """Warnings for what the specification does not promise; the error, if the run failed."""
+    def _report(self, report: dict, oob_reads: str, strict: bool = False) -> None:
+        """Warnings for what the specification does not promise (in strict mode the first one
+        is a PortabilityError); the error, if the run failed."""
         ok = report["status"] == 0
         prefix = f"kernel '{self.name}': "
-        for warning in filter(None, report["warn_msg"].split(RECORD_SEPARATOR)):
-            self._warn(prefix, warning)
+        notes = [(prefix, w) for w in filter(None, report["warn_msg"].split(RECORD_SEPARATOR))]
         if report["uninit_msg"] and ok:
-            self._warn(prefix, report["uninit_msg"])
+            notes.append((prefix, report["uninit_msg"]))
         if report["oob_msg"] and ok:
-            self._warn(prefix + "read outside a buffer (the reads returned 0): out-of-bounds read of ", report["oob_msg"])
+            notes.append((prefix + "read outside a buffer (the reads returned 0): out-of-bounds read of ",
+                          report["oob_msg"]))
+        if notes and ok and strict:
+            text, facts = self._decode(notes[0][1])
+            raise with_facts(PortabilityError(f"{notes[0][0]}(strict mode) {text}"), facts, self._symbolizer)
+        for note_prefix, raw in notes:
+            self._warn(note_prefix, raw)
         if not ok:
             text, facts = self._decode(report["msg"])
             cls = {abi()[k]: c for k, c in _ERROR_CLASSES.items()}.get(report["status"], EmulatorError)
@@ -241,6 +251,13 @@ class Kernel:
     def _warn(self, prefix: str, raw: bytes) -> None:
         text, facts = self._decode(raw)
         warnings.warn(with_facts(PortabilityWarning(prefix + text), facts, self._symbolizer), stacklevel=4)
+
+
+def _strict(strict) -> bool:
+    """strict=, else $GEMMGLOSSARY_EMULATOR_STRICT."""
+    if strict is None:
+        return os.environ.get("GEMMGLOSSARY_EMULATOR_STRICT", "").strip().lower() in ("1", "true", "yes")
+    return bool(strict)
 
 
 class _LaunchRegion:

@@ -84,6 +84,8 @@ static void* sched_sp;            // the scheduler's saved stack pointer
 static uint32_t live_threads;     // threads of the threadgroup that have not returned
 static uint32_t barrier_arrivals; // live threads waiting at a threadgroup_barrier
 static bool returned_warned;      // the returned-before-a-barrier warning is given once per launch
+static const char* last_exec_barrier_file;  // the last barrier without mem_threadgroup
+static int last_exec_barrier_line;
 struct SimdgroupCount { uint32_t live, arrived; };  // lanes not yet returned; lanes waiting at a simd-group op
 static SimdgroupCount sg_count[32];
 static MslemuLaunch* launch;      // the launch description (in the shared region)
@@ -303,6 +305,8 @@ static void resolve_pending_race() {
                         r.text, facts);
 }
 
+static bool same_file(const char* a, const char* b) { return a == b || (a && b && !strcmp(a, b)); }
+
 static void release_barrier() {
   Fiber* first = nullptr;
   int flags = 0;
@@ -330,9 +334,55 @@ static void release_barrier() {
                  Facts().add("kind", "returned-before-barrier").where(nullptr)
                      .add("site", site(first->wfile, first->wline)).add("threads", gone));
   }
-  if (flags & 2) { ctx.tg_sync = ++ctx.clock; }
+  // every barrier orders execution; one with mem_threadgroup also orders threadgroup memory
+  ctx.exec_sync = ++ctx.clock;
+  if (flags & 2) ctx.tg_sync = ctx.clock;
+  else { last_exec_barrier_file = first->wfile; last_exec_barrier_line = first->wline; }
   for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_BARRIER) fibers[i].state = F_READY;
   barrier_arrivals = 0;
+}
+
+// Apple GPUs count a simdgroup at a threadgroup barrier once its active lanes arrive: lanes
+// that branched around the barrier and wait at a simd-group function after it do not hold
+// it up (MLX's gemv_t at an edge). The specification requires every thread of the
+// threadgroup at the barrier. When that is the only thing keeping the threadgroup from
+// running, the barrier is released for the threads that reached it, with a warning.
+// "After it" is read from the source: the simd-group function is later in the same file.
+// Lanes waiting at one before the barrier (a simd-group function in a branch, the rest of
+// the simdgroup at the barrier behind it) stay a SimdgroupDivergenceError: which lanes
+// would be active there is up to the hardware.
+static bool release_divergent_barrier() {
+  if (!barrier_arrivals) return false;
+  const Fiber* at_barrier = nullptr;
+  const Fiber* at_simd = nullptr;
+  for (uint32_t sg = 0; sg < ctx.nsg; ++sg) {
+    uint32_t base = sg * 32, n = tg_threads - base < 32 ? tg_threads - base : 32;
+    const Fiber *b = nullptr, *w = nullptr;
+    for (uint32_t i = 0; i < n; ++i) {
+      const Fiber& f = fibers[base + i];
+      if (f.state == F_BARRIER) b = &f;
+      else if (f.state == F_SIMD && f.wop != OP_MMA) w = &f;
+      else if (f.state != F_DONE) return false;
+    }
+    if (w && !b) return false;  // a whole simdgroup waits elsewhere: that is a deadlock
+    if (b && !at_barrier) at_barrier = b;
+    if (w && !at_simd) at_simd = w;
+  }
+  if (!at_simd) return false;
+  for (uint32_t i = 0; i < tg_threads; ++i) {
+    const Fiber& f = fibers[i];
+    if (f.state == F_SIMD && (!same_file(f.wfile, at_barrier->wfile) || f.wline <= at_barrier->wline)) return false;
+  }
+  std::string barrier_site = site(at_barrier->wfile, at_barrier->wline), simd_site = site(at_simd->wfile, at_simd->wline);
+  add_warning(at_barrier->wfile, at_barrier->wline,
+              fmt("threadgroup_barrier at %s is reached by part of simdgroup %u while its other lanes wait at %s at %s "
+                  "(in %s): Apple GPUs count a simdgroup at a barrier once its active lanes arrive, so this runs, but "
+                  "the Metal specification requires every thread of the threadgroup to reach the barrier (not portable)",
+                  barrier_site.c_str(), at_simd->sg, op_name(at_simd->wop), simd_site.c_str(), tg_str().c_str()),
+              Facts().add("kind", "divergent-barrier").where(nullptr).add("site", barrier_site)
+                  .add("sites", barrier_site + ";" + simd_site));
+  release_barrier();
+  return true;
 }
 
 void mslemu::barrier(int flags, const char* file, int line) {
@@ -710,6 +760,24 @@ void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, u
   finish(E_RACE, m, f);
 }
 
+void mslemu::exec_ordered(int kind, const void* p, const void* pc_now, uint32_t other, uint32_t pc_other_off) {
+  if (in_oob_zone(p)) return;
+  const void* pc_other = (const void*)(ctx.pc_base + pc_other_off);
+  Fiber* o = &fibers[other];
+  std::string element = tg_element(p), barrier = site(last_exec_barrier_file, last_exec_barrier_line);
+  // once per pair of code addresses (the add_warning key is a file and a line otherwise)
+  add_warning((const char*)pc_now, (int)pc_other_off,
+              th_str(ctx.cur) + " " + race_verb(kind, true) + " threadgroup memory " + element + " at " + pcs(pc_now) +
+                  " after " + th_str(o) + " " + race_verb(kind, false) + " it at " + pcs(pc_other) +
+                  ", ordered only by a threadgroup_barrier without mem_flags::mem_threadgroup (the last one at " +
+                  barrier + "): Apple GPUs order threadgroup memory at every barrier, so this gives the intended "
+                  "values, but the Metal specification orders it only with mem_flags::mem_threadgroup (not portable)",
+              Facts().add("kind", "barrier-without-memory-order").where(ctx.cur).pc("site_pc", pc_now)
+                  .add("memory", tg_region_name(p)).add("element", element).add("access", kind == 1 ? "read" : "write")
+                  .thread("other_thread", o).pc("other_site_pc", pc_other)
+                  .add("other_access", kind == 3 ? "read" : "write").add("site", barrier));
+}
+
 void mslemu::uninit_read(const void* p, const void* pc) {
   static uint64_t reported_gen = 0;
   if (in_oob_zone(p) || result->uninit_msg[0] || reported_gen == ctx.tg_gen + 1) return;
@@ -836,6 +904,7 @@ static void reset_threadgroup_memory() {
   }
   memset(ctx.arena, 0, TG_MEMORY_BYTES);
   ctx.tg_sync = ++ctx.clock;
+  ctx.exec_sync = ctx.tg_sync;
   ctx.tg_start = ctx.clock;
   for (int i = 0; i < 32; ++i) ctx.sg_sync[i] = ctx.clock;
 }
@@ -873,6 +942,7 @@ static void schedule_until_done() {
     Fiber* f = pick();
     if (!f) {
       if (live_threads == 0) break;
+      if (release_divergent_barrier()) continue;
       deadlock();
     }
     ctx.cur = f;
