@@ -190,11 +190,11 @@ class Rewriter:
     # ------------------------------------------------------------------ passes
     def run(self) -> Rewritten:
         toks = self.toks
-        shim_done = False
+        shim_needed = False
         for i, t in enumerate(toks):
             if t.kind == "pp" and re.match(r"#\s*pragma\s+mslemu_shim\b", t.text):
-                t.text = "" if shim_done else '#include "mslemu.h"'
-                shim_done = True
+                t.text = ""
+                shim_needed = True
             elif t.kind == "pp" and re.match(r"#\s*pragma\s+(clang|unroll)", t.text):
                 t.text = ""
         self.pass_asm_intrinsics()
@@ -207,7 +207,8 @@ class Rewriter:
         self.pass_dedupe()
         self.pass_cleanup()
         self.apply_value_wraps()
-        text = join(toks)
+        # the shim first, before any token, so that the compiler can use it precompiled (build.py)
+        text = ('#include "mslemu.h"\n' if shim_needed else "") + join(toks)
         text += self.entries()
         self.out.text = text
         self.out.all_names = self.all_names
