@@ -14,19 +14,23 @@ from pathlib import Path
 from . import cache
 from .base import Figure, FigureError, call
 from .blocks import register_blocks
+from .rhythm import double_buffer
 from .epilogue import masked_edge
 from .fragment import fragment_lanes
 from .loads import cooperative_load, thread_count
 from .pyramid import tile_pyramid
+from .swizzle import swizzle_order
 from .timeline import k_step_timeline
 
 #: Every figure a page may ask for, by name.
 FIGURES = {
     "cooperative-load": cooperative_load,
+    "double-buffer": double_buffer,
     "fragment-lanes": fragment_lanes,
     "k-step-timeline": k_step_timeline,
     "masked-edge": masked_edge,
     "register-blocks": register_blocks,
+    "swizzle-order": swizzle_order,
     "thread-count": thread_count,
     "tile-pyramid": tile_pyramid,
 }

@@ -30,12 +30,13 @@ class GemmRun:
 
 def traced_gemm(spec: GemmKernel, M: int, N: int, K: int, *, defines: dict | None = None,
                 threadgroups=((0, 0),), snapshots: bool = True, schedule="lockstep",
-                threads_per_threadgroup=None, check: bool = True, seed: int = 0) -> GemmRun:
-    """Run ``spec`` on random inputs with a trace of ``threadgroups``; the product is
-    compared with numpy unless ``check`` is False (a launch made wrong on purpose)."""
+                threads_per_threadgroup=None, check: bool = True, seed: int = 0, A=None, B=None) -> GemmRun:
+    """Run ``spec`` on ``A`` and ``B`` (random by default) with a trace of ``threadgroups``;
+    the product is compared with numpy unless ``check`` is False (a launch made wrong on
+    purpose)."""
     rng = np.random.default_rng(seed)
-    A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
-    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float32) if A is None else A
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32) if B is None else B
     C = np.zeros((M, N), np.float32)
     kernel = load_kernel(spec.path, spec.name, defines=defines)
     d = spec.dispatch(M, N, K, defines)
@@ -48,7 +49,8 @@ def traced_gemm(spec: GemmKernel, M: int, N: int, K: int, *, defines: dict | Non
         raise FigureError(f"the trace of {spec.name} is incomplete ({trace.dropped_events} events dropped)")
     if check:
         err = float(np.abs(C - A.astype(np.float64) @ B.astype(np.float64)).max()) if C.size else 0.0
-        if not err <= 1e-4 * max(1, K):
+        scale = max(1.0, float(np.abs(A).max()) * float(np.abs(B).max())) if A.size and B.size else 1.0
+        if not err <= 1e-4 * max(1, K) * scale:
             raise FigureError(f"{spec.name} on the emulator does not compute A·B (max error {err:.3g}); "
                               "no figure is drawn from a wrong run")
     return GemmRun(trace, A, B, C, [str(w.message) for w in caught])
