@@ -17,15 +17,17 @@ import numpy as np
 
 from .. import vendor
 from ..emulator import Tracing, load_kernel
-from ..mlx import matmul, steel
 from .base import Figure, FigureError
 from .svg import SMALL, Drawing, category
 
 
-def visit_map(M: int, N: int, swizzle_log: int, config: tuple = steel.CONFIGS[0]) -> tuple[np.ndarray, int, tuple]:
+def visit_map(M: int, N: int, swizzle_log: int, config: tuple | None = None) -> tuple[np.ndarray, int, tuple]:
     """(tiles_m x tiles_n array of the linear threadgroup index computing each tile (-1:
     none), how many threadgroups returned without a tile, the launch grid)."""
     vendor.ensure()
+    from ..mlx import matmul, steel  # reads the pinned headers: only when the figure is drawn
+
+    config = config or steel.CONFIGS[0]
     bm, bn, bk, wm, wn = config
     K = bk
     a = np.repeat(np.arange(M, dtype=np.float32)[:, None], K, axis=1)
@@ -66,6 +68,8 @@ def swizzle_order(*, M: int = 256, N: int = 256, swizzle_log: int = 1, first: in
     the path of the first ``first`` threadgroups drawn over each."""
     if not 0 <= swizzle_log <= 3:
         raise FigureError(f"swizzle_log= must be 0 to 3, got {swizzle_log}")
+    from ..mlx import steel
+
     panels = [(s, *visit_map(M, N, s)) for s in sorted({0, swizzle_log})]
     tm, tn = panels[0][1].shape
     cell = min(40.0, 300 / max(tn, 1) if len(panels) > 1 else 560 / tn, 320 / tm)
