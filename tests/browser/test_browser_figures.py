@@ -79,6 +79,27 @@ def _name(url: str) -> str:
     return urlsplit(url).path.strip("/").replace("/", "-")
 
 
+def figure_problems(f: dict, where: str) -> list[str]:
+    """What is wrong with one figure as _FIGURES_JS measured it."""
+    if not f["hasSvg"] or f["width"] < 100 or f["height"] < 50:
+        return [f"{where}: not shown ({f['width']:.0f}×{f['height']:.0f} px)"]
+    out = []
+    if f["left"] < f["columnLeft"] - 1 or f["right"] > f["columnRight"] + 1:
+        out.append(f"{where}: overflows the content column ({f['left']:.0f}–{f['right']:.0f} "
+                   f"outside {f['columnLeft']:.0f}–{f['columnRight']:.0f})")
+    if f["minText"] < MIN_TEXT_PX:
+        out.append(f"{where}: text rendered at {f['minText']:.1f} px (< {MIN_TEXT_PX})")
+    if len(f["labels"]) != 2 or not all(s.strip() for s in f["labels"]):
+        out.append(f"{where}: no accessible name and description ({f['labels']})")
+    if "computed" not in f["caption"].lower() and "drawn" not in f["caption"].lower():
+        out.append(f"{where}: the caption does not say what the figure was computed from")
+    for fill in f["fills"]:
+        c = contrast(fill, f["bg"])
+        if c < MIN_CONTRAST:
+            out.append(f"{where}: text colour {fill} on {f['bg']} has contrast {c:.1f}")
+    return out
+
+
 def test_every_entry_shows_its_figures_in_both_schemes(page, site_pages, screenshots_dir):
     pages = entries(site_pages)
     assert len(pages) >= 8, pages
@@ -96,23 +117,10 @@ def test_every_entry_shows_its_figures_in_both_schemes(page, site_pages, screens
             if not figs:
                 problems.append(f"{url}: no generated figure on the page")
             for k, f in enumerate(figs):
-                where = f"{url} {label} figure {f['id']}"
-                if not f["hasSvg"] or f["width"] < 100 or f["height"] < 50:
-                    problems.append(f"{where}: not shown ({f['width']:.0f}×{f['height']:.0f} px)")
+                found = figure_problems(f, f"{url} {label} figure {f['id']}")
+                problems += found
+                if found or not f["hasSvg"]:
                     continue
-                if f["left"] < f["columnLeft"] - 1 or f["right"] > f["columnRight"] + 1:
-                    problems.append(f"{where}: overflows the content column ({f['left']:.0f}–{f['right']:.0f} "
-                                    f"outside {f['columnLeft']:.0f}–{f['columnRight']:.0f})")
-                if f["minText"] < MIN_TEXT_PX:
-                    problems.append(f"{where}: text rendered at {f['minText']:.1f} px (< {MIN_TEXT_PX})")
-                if len(f["labels"]) != 2 or not all(s.strip() for s in f["labels"]):
-                    problems.append(f"{where}: no accessible name and description ({f['labels']})")
-                if "computed" not in f["caption"].lower() and "drawn" not in f["caption"].lower():
-                    problems.append(f"{where}: the caption does not say what the figure was computed from")
-                for fill in f["fills"]:
-                    c = contrast(fill, f["bg"])
-                    if c < MIN_CONTRAST:
-                        problems.append(f"{where}: text colour {fill} on {f['bg']} has contrast {c:.1f}")
                 seen_fills.setdefault(f["id"] + url, {})[label] = tuple(f["fills"])
                 path = screenshots_dir / f"figures-{_name(url)}-{k + 1}-{label}.png"
                 page.locator(f"figure#{f['id']}").screenshot(path=str(path))
@@ -141,7 +149,10 @@ def test_figures_stay_in_a_narrow_column(browser, site_pages):
 
 
 def test_snippet_figures_follow_the_scheme(page, site_pages):
-    snippets = [u for u in site_pages if urlsplit(u).path.startswith("/snippets/") and urlsplit(u).path != "/snippets/"]
+    # three snippet pages with figures are enough: they all come from the same show_figure
+    wanted = ("simdgroup_matrix", "register_blocking", "epilogue_fusion")
+    snippets = [u for u in site_pages if any(f"/snippets/{w}/" in urlsplit(u).path for w in wanted)]
+    assert len(snippets) == len(wanted), snippets
     with_figures = 0
     problems = []
     for url in snippets:
@@ -165,4 +176,21 @@ def test_snippet_figures_follow_the_scheme(page, site_pages):
                 if not img["alt"].strip() or img["width"] > img["column"] + 1:
                     problems.append(f"{url} ({scheme}): a figure without alt text or wider than the column")
     assert not problems, "\n".join(problems)
-    assert with_figures >= 2 * 5, f"snippet pages with scheme figures: {with_figures // 2}"
+    assert with_figures == 2 * len(wanted), f"snippet pages with scheme figures: {with_figures // 2}"
+
+
+def test_the_checks_catch_a_broken_figure(page, site_pages):
+    """The same measurements on a page whose figure is made too wide, its text too small and
+    the colour of the background."""
+    url = entries(site_pages)[0]
+    page.goto(url, wait_until="load")
+    page.add_style_tag(content=".md-typeset .gg-figure svg { max-width: none !important; width: 3000px !important; }"
+                               ".gg-svg text { fill: var(--md-default-bg-color) !important; }")
+    page.evaluate("() => document.querySelectorAll('figure.gg-figure svg title, figure.gg-figure figcaption')"
+                  ".forEach(t => t.textContent = '')")
+    f = page.evaluate(_FIGURES_JS)[0]
+    found = " ".join(figure_problems(f, "broken"))
+    assert "overflows the content column" in found and "contrast" in found and "accessible name" in found
+    assert "caption does not say" in found
+    page.add_style_tag(content=".md-typeset .gg-figure svg { width: 200px !important; }")
+    assert "text rendered at" in " ".join(figure_problems(page.evaluate(_FIGURES_JS)[0], "small"))
