@@ -164,3 +164,16 @@ def test_swizzle_order_walks_columns_of_two():
     assert [tuple(np.argwhere(tiles == i)[0]) for i in range(4)] == [(0, 0), (1, 0), (0, 1), (1, 1)]
     plain, _, _ = swizzle.visit_map(128, 128, 0)
     assert np.array_equal(plain, np.arange(16).reshape(4, 4))
+
+
+def test_mlx_pyramids_follow_mlx_host_choices():
+    from gemmglossary.mlx import matmul as mm
+
+    nax = mm.nax_config(mm.Device("g", 17), 1024, 1024, 1024)
+    fig = generate("tile-pyramid", {"kernel": "mlx-nax"}, use_cache=False)
+    shown = texts(fig.svg)
+    assert f"threadgroup tile {nax.bm}×{nax.bn}" in shown and f"{nax.wm}×{nax.wn} simdgroup blocks (WM×WN)" in shown
+    assert f"{nax.tm}×{nax.tn} fragments of {nax.fragment}×{nax.fragment} (TM×TN)" in shown
+    assert "read straight from device memory" in fig.alt
+    with pytest.raises(FigureError, match="come from MLX's host choice"):
+        generate("tile-pyramid", {"kernel": "mlx-nax", "TM": "2"}, use_cache=False)

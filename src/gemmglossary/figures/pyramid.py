@@ -24,13 +24,46 @@ def _scaled(rows: int, cols: int, side: float = PANEL) -> tuple[float, float]:
     return cols * s, rows * s
 
 
+#: MLX's fused GEMMs whose pyramid can be drawn, from MLX's host choices as restated and
+#: tested in gemmglossary.mlx.matmul: (title, the case, how to get its TileConfig, staged).
+MLX_KERNELS = {
+    "mlx-steel": ("MLX's steel_gemm_fused", "float32, 1024³, device class s",
+                  lambda mm: mm.regular_config("float32", mm.Device("s", 15), False, False, 1024, 1024, 1024), True),
+    "mlx-nax": ("MLX's steel_gemm_fused_nax", "1024³, a generation-17 device",
+                lambda mm: mm.nax_config(mm.Device("g", 17), 1024, 1024, 1024), False),
+}
+
+
+def _mlx_constants(kernel: str) -> tuple[dict, str, str, bool]:
+    from ..mlx import matmul as mm
+
+    title, case, config_of, staged = MLX_KERNELS[kernel]
+    cfg = config_of(mm)
+    c = dict(WM=cfg.wm, WN=cfg.wn, TM=cfg.tm, TN=cfg.tn, SM=cfg.tm * cfg.fragment, SN=cfg.tn * cfg.fragment,
+             BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, THREADS=cfg.threads, F=cfg.fragment)
+    source = (f"Drawn when the site was built from MLX's host choice for {case} "
+              f"(`gemmglossary.mlx.matmul`, which follows MLX's matmul.cpp)")
+    return c, title, source, staged
+
+
 def tile_pyramid(*, kernel: str = "tiled_gemm", M: int = 200, N: int = 260, TM: int = 0, TN: int = 0,
                  WM: int = 0, WN: int = 0, BK: int = 0) -> Figure:
-    """The pyramid of ``kernel`` for a C of ``M x N``; TM, TN, WM, WN, BK override the
-    kernel's ``-D`` defaults when not 0."""
-    spec = first_party(kernel)
+    """The pyramid of ``kernel`` (a first-party kernel, or ``mlx-steel`` / ``mlx-nax``) for a
+    C of ``M x N``; TM, TN, WM, WN, BK override a first-party kernel's ``-D`` defaults when
+    not 0."""
     defines = {k: v for k, v in dict(TM=TM, TN=TN, WM=WM, WN=WN, BK=BK).items() if v}
-    c = pyramid_constants(spec, defines)
+    if kernel in MLX_KERNELS:
+        if defines:
+            raise FigureError(f"{kernel}: TM, TN, WM, WN, BK come from MLX's host choice, not from arguments")
+        c, name, source, staged = _mlx_constants(kernel)
+    else:
+        spec = first_party(kernel)
+        c = dict(pyramid_constants(spec, defines), F=FRAGMENT)
+        name, staged = spec.path.name, True
+        over = [f"-D{k}={v}" for k, v in defines.items()]
+        source = (f"Drawn when the site was built from the constants of `kernels/{spec.path.name}`"
+                  + (f" built with {' '.join(f'`{o}`' for o in over)}" if over else ""))
+    f = c["F"]
     if M < 1 or N < 1:
         raise FigureError(f"M and N must be at least 1, got M={M} N={N}")
     tiles_y, tiles_x = -(-M // c["BM"]), -(-N // c["BN"])
@@ -56,11 +89,12 @@ def tile_pyramid(*, kernel: str = "tiled_gemm", M: int = 200, N: int = 260, TM: 
 
     # ---- panel 2: the threadgroup tile, its simdgroup blocks, and the K step's slices
     x2 = 252
-    slice_w = max(18.0, PANEL * c["BK"] / max(c["BM"], c["BN"]))
+    # the K slices to scale, but never thinner than a label or wider than a third of the panel
+    slice_w = min(PANEL / 3, max(18.0, PANEL * c["BK"] / max(c["BM"], c["BN"])))
     tw, th = _scaled(c["BM"], c["BN"], PANEL - slice_w - 6)
     tx, ty = x2 + slice_w + 6, top + slice_w + 6
-    d.rect(x2, ty, slice_w, th, "c6 tint-strong", title=f"A slice {c['BM']}×{c['BK']}")
-    d.rect(tx, top, tw, slice_w, "c7 tint-strong", title=f"B slice {c['BK']}×{c['BN']}")
+    d.rect(x2, ty, slice_w, th, "c6", title=f"A slice {c['BM']}×{c['BK']}")
+    d.rect(tx, top, tw, slice_w, "c7", title=f"B slice {c['BK']}×{c['BN']}")
     d.text(x2 + slice_w / 2, ty + th / 2, f"A {c['BM']}×{c['BK']}", size=SMALL, rotate=-90)
     d.text(tx + tw / 2, top + slice_w / 2, f"B {c['BK']}×{c['BN']}", size=SMALL)
     bw, bh = tw / c["WN"], th / c["WM"]
@@ -76,7 +110,8 @@ def tile_pyramid(*, kernel: str = "tiled_gemm", M: int = 200, N: int = 260, TM: 
         f"threadgroup tile {c['BM']}×{c['BN']}",
         f"{c['WM']}×{c['WN']} simdgroup blocks (WM×WN)",
         f"{c['THREADS']} threads; K step BK = {c['BK']}",
-    ], first_bold=True)
+    ] + (["(K slices not to scale)"] if slice_w < PANEL * c["BK"] / max(c["BM"], c["BN"]) else []),
+        first_bold=True)
 
     # ---- panel 3: one simdgroup's block of TM x TN fragments
     x3 = 492
@@ -95,23 +130,21 @@ def tile_pyramid(*, kernel: str = "tiled_gemm", M: int = 200, N: int = 260, TM: 
     _zoom(d, (tx, ty, bw, bh), (fx, fy, fw, fh))
     _labels(d, x3 + PANEL / 2, top + PANEL + 22, [
         f"simdgroup block {c['SM']}×{c['SN']}",
-        f"{c['TM']}×{c['TN']} fragments of 8×8 (TM×TN)",
-        f"acc[i][j]: {2 * c['TM'] * c['TN']} floats per lane",
+        f"{c['TM']}×{c['TN']} fragments of {f}×{f} (TM×TN)",
+        f"{f * f * c['TM'] * c['TN'] // 32} accumulator floats per lane",
     ], first_bold=True)
 
-    d.text(12, 20, f"{spec.path.name}: the tile pyramid of its constants", anchor="start", bold=True)
-    d.text(12, 40, "C → threadgroup tiles → simdgroup blocks → 8×8 fragments", anchor="start", cls="muted")
-    over = [f"-D{k}={v}" for k, v in defines.items()]
+    d.text(12, 20, f"{name}: the tile pyramid", anchor="start", bold=True)
+    d.text(12, 40, f"C → threadgroup tiles → simdgroup blocks → {f}×{f} fragments", anchor="start", cls="muted")
+    slices = "staged in threadgroup memory" if staged else "read straight from device memory"
     alt = (f"Three panels. Left: C of {M} by {N} cut into {tiles_x} by {tiles_y} threadgroup tiles of "
            f"{c['BM']} by {c['BN']}; the tiles at the right and bottom edges extend past C. Middle: one "
            f"threadgroup tile, divided into {c['WM']} by {c['WN']} simdgroup blocks, with the {c['BM']} by "
-           f"{c['BK']} slice of A to its left and the {c['BK']} by {c['BN']} slice of B above it, staged for one "
+           f"{c['BK']} slice of A to its left and the {c['BK']} by {c['BN']} slice of B above it, {slices} for one "
            f"K step. Right: one simdgroup's block of {c['SM']} by {c['SN']}, a grid of {c['TM']} by {c['TN']} "
-           f"8 by 8 fragments, the accumulators acc[i][j].")
-    return Figure(
-        d.svg(f"Tile pyramid of {spec.path.name}", alt), f"Tile pyramid of {spec.path.name}", alt,
-        f"Drawn when the site was built from the constants of `kernels/{spec.path.name}`"
-        + (f" built with {' '.join(f'`{o}`' for o in over)}" if over else "") + f" (M = {M}, N = {N}).")
+           f"{f} by {f} fragments, its accumulators.")
+    return Figure(d.svg(f"Tile pyramid of {name}", alt), f"Tile pyramid of {name}", alt,
+                  source + f" (M = {M}, N = {N}).")
 
 
 def _labels(d: Drawing, x: float, y: float, lines: list[str], *, first_bold: bool = False) -> None:
