@@ -78,10 +78,11 @@ from .errors import (ArgumentTypeError, ArgumentValueError, BarrierError, CacheW
                      KernelCrash, KernelTimeoutError, LaunchError, OutOfBoundsError, PortabilityError,
                      PortabilityWarning, SimdgroupDivergenceError)
 from .kernel import Kernel, load_kernel
+from .trace import Trace, TraceTruncated, Tracing
 
 __all__ = [
     "load_kernel", "Kernel", "EmulatorError", "CompileError", "DataRaceError", "BarrierError", "OutOfBoundsError",
     "SimdgroupDivergenceError", "KernelTimeoutError", "LaunchError", "ArgumentTypeError", "ArgumentValueError",
     "KernelCrash", "CacheWarning",
-    "PortabilityWarning", "PortabilityError", "build_stats",
+    "PortabilityWarning", "PortabilityError", "build_stats", "Trace", "Tracing", "TraceTruncated",
 ]

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import build as _build
 from .abi import abi
+from . import trace as _trace
 from . import workers as _workers
 from .binding import Blob, bind_buffers
 from .errors import (BarrierError, CompileError, DataRaceError, EmulatorError, KernelCrash, KernelTimeoutError,
@@ -110,6 +111,7 @@ class Kernel:
         self._lib = lib
         self._params = meta["params"]
         self._bparams = None
+        self.last_trace = None  # the Trace of the last launch that asked for one
         self._symbolizer = Symbolizer(so, f"kernel '{name}' ({meta.get('file', filename)}:{meta.get('line', '?')})")
 
     @property
@@ -131,8 +133,12 @@ class Kernel:
     # ------------------------------------------------------------------ launch
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
                  threadgroup_memory=None, schedule="lockstep", timeout=60.0, race_check=True,
-                 oob_reads="error", workers=None, strict=None):
+                 oob_reads="error", workers=None, strict=None, trace=None):
         """Launch the kernel.
+
+        trace: True or a ``Tracing(...)`` records what every thread did at its barriers and
+        simd-group functions (see emulator/trace.py); the launch then returns the Trace and
+        keeps it as ``last_trace``, which a failed launch sets too.
 
         A buffer parameter may be left unbound (an index missing from the dict, or None), as
         MLX's host code leaves buffers a kernel does not read; accessing one is an
@@ -152,19 +158,26 @@ class Kernel:
         runs whole in one process, and the error of the lowest-numbered threadgroup is reported.
         """
         ntg, grid, tptg, dispatch_threads = self._geometry(threads, threadgroups, threads_per_threadgroup)
+        tracing = _trace.request(trace)
         if 0 in grid:
             return
         blobs = bind_buffers(self.name, self._buffer_params(), buffers)
         tgm = self._threadgroup_memory(threadgroup_memory)
         options = _options(schedule, timeout, race_check, oob_reads, workers, ntg)
-        region = _LaunchRegion(blobs, options["workers"])
+        plan = _trace.TracePlan(tracing, ntg, tptg, race_check) if tracing else None
+        region = _LaunchRegion(blobs, options["workers"], plan.nbytes if plan else 0)
         try:
             launch = region.fill(self._entry, self.meta["id"], ntg, grid, tptg, dispatch_threads, tgm, options)
+            if plan:
+                launch.trace_offset = plan.install(region.shm.mm, region.extra_at)
             report = self._execute(launch, region, options)
+            if plan:
+                self.last_trace = plan.read(region.shm.mm, self._lib)
             self._report(report, oob_reads, _strict(strict))
             region.write_back(self.name)
         finally:
             region.close()
+        return self.last_trace if plan else None
 
     def _execute(self, launch, region: "_LaunchRegion", options: dict) -> dict:
         """Run the launch in worker processes (or, for debugging, here); the merged report."""
@@ -265,7 +278,7 @@ class _LaunchRegion:
     region shared with the worker processes. Outputs are copied back only after a
     successful launch (no half-written outputs)."""
 
-    def __init__(self, blobs: list[Blob], workers: int):
+    def __init__(self, blobs: list[Blob], workers: int, extra: int = 0):
         a = abi()
         self.blobs = blobs
         self.workers = workers
@@ -282,7 +295,8 @@ class _LaunchRegion:
             off = _align(off)
             self.buffers_at.append(off)
             off += len(b.data or b"") + 64
-        self.shm = _workers.Region(_align(off))
+        self.extra_at = _align(off)  # `extra` bytes for the trace, if one was asked for
+        self.shm = _workers.Region(_align(self.extra_at + extra))
 
     def results(self) -> list:
         result_t = abi().structs["MslemuResult"]

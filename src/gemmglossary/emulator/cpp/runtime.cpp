@@ -61,6 +61,22 @@ extern "C" __attribute__((visibility("default"))) const AbiField* mslemu_abi_lay
     {"struct", "ParamInfo", 0, sizeof(ParamInfo)},
     MSLEMU_PARAM_INFO_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
 #undef PROBED
+#define PROBED TraceHeader
+    {"struct", "TraceHeader", 0, sizeof(TraceHeader)},
+    MSLEMU_TRACE_HEADER_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED TraceEvent
+    {"struct", "TraceEvent", 0, sizeof(TraceEvent)},
+    MSLEMU_TRACE_EVENT_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED TraceSnapshotHead
+    {"struct", "TraceSnapshotHead", 0, sizeof(TraceSnapshotHead)},
+    MSLEMU_TRACE_SNAPSHOT_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED TraceRegion
+    {"struct", "TraceRegion", 0, sizeof(TraceRegion)},
+    MSLEMU_TRACE_REGION_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
   };
 #undef MSLEMU_PROBE_FIELD
 #undef MSLEMU_PROBE_ARRAY
@@ -96,6 +112,9 @@ static uint64_t schedule_rng;     // xorshift state of the random schedule, seed
 static uint32_t lockstep_cursor;  // next thread to run in the lockstep schedule
 static int worker_index = 0, worker_count = 1;  // this process runs threadgroups worker_index, +worker_count, ...
 static uintptr_t so_base;         // load address of the kernel's shared object: reported PCs are offsets from it
+static TraceHeader* trace_buf;    // the launch's trace (in the shared region), or null
+static bool tracing;              // the threadgroup being run is traced
+static uint32_t trace_seq;        // next TraceEvent.seq of this threadgroup
 #ifdef MSLEMU_UCONTEXT
 static std::vector<ucontext_t> uctx;
 static ucontext_t sched_uc;
@@ -253,6 +272,56 @@ static std::string describe_waiting(int sg_only) {
   return s;
 }
 
+// ------------------------------------------------------------------ trace (opt-in)
+// Every call is behind `tracing` (false unless the launch asked for a trace and selected
+// the threadgroup being run), so an untraced run pays one predictable branch per
+// synchronization point and nothing per memory access.
+static uint64_t so_offset(const void* p) { return p ? (uint64_t)((uintptr_t)p - so_base) : 0; }
+
+static void trace_event(int kind, const Fiber* f, int op, int flags, const char* file, int line, uint32_t blob = 0) {
+  uint64_t i = __atomic_fetch_add(&trace_buf->event_count, 1, __ATOMIC_RELAXED);
+  if (i >= trace_buf->event_capacity) return;  // counted, so the reader knows events were dropped
+  TraceEvent* e = (TraceEvent*)((char*)trace_buf + trace_buf->events_offset) + i;
+  uint32_t lin = (ctx.tg_pos[2] * launch->ntg[1] + ctx.tg_pos[1]) * launch->ntg[0] + ctx.tg_pos[0];
+  *e = TraceEvent{lin, trace_seq++, (uint16_t)f->tid, (uint8_t)kind, (uint8_t)flags, op, line, blob, so_offset(file)};
+}
+
+static bool trace_selects(uint64_t linear_tg) {
+  if (!trace_buf) return false;
+  if (!trace_buf->select_bits) return true;
+  if (linear_tg >= trace_buf->select_bits) return false;
+  const uint8_t* bits = (const uint8_t*)trace_buf + trace_buf->select_offset;
+  return (bits[linear_tg >> 3] >> (linear_tg & 7)) & 1;
+}
+
+// threadgroup memory and its last writers, as the barrier being released sees them (the
+// race shadow's record); returns the blob offset + 1, or 0 if it did not fit
+static uint32_t trace_snapshot() {
+  uint32_t bytes = (uint32_t)ctx.arena_used, nreg = (uint32_t)tg_region_count;
+  uint64_t padded = (bytes + 7) / 8 * 8;
+  uint64_t need = sizeof(TraceSnapshotHead) + nreg * sizeof(TraceRegion) + padded + (bytes + 1) / 2 * 2;
+  need = (need + 7) / 8 * 8;
+  uint64_t at = __atomic_fetch_add(&trace_buf->blob_used, need, __ATOMIC_RELAXED);
+  if (at + need > trace_buf->blob_capacity || at + 1 > UINT32_MAX) return 0;
+  char* p = (char*)trace_buf + trace_buf->blob_offset + at;
+  *(TraceSnapshotHead*)p = TraceSnapshotHead{bytes, nreg};
+  TraceRegion* reg = (TraceRegion*)(p + sizeof(TraceSnapshotHead));
+  for (uint32_t i = 0; i < nreg; ++i) {
+    const TgRegion& r = tg_regions[i];
+    reg[i] = TraceRegion{so_offset(r.name), (uint32_t)(r.p - ctx.arena), (uint32_t)r.size, r.esize, r.nd, {0, 0, 0, 0}};
+    for (uint32_t k = 0; k < r.nd; ++k) reg[i].dims[k] = r.dims[k];
+  }
+  char* mem = (char*)(reg + nreg);
+  memcpy(mem, ctx.arena, bytes);
+  uint16_t* writers = (uint16_t*)(mem + padded);
+  const Shadow* sh = (const Shadow*)ctx.shadow;
+  for (uint32_t k = 0; k < (bytes + 1) / 2; ++k) {
+    const Shadow& w = sh[k];
+    writers[k] = w.w_stamp < ctx.tg_start ? 0xffff : (uint16_t)(w.w_tid | (w.w_stamp >= ctx.tg_sync ? 0x8000 : 0));
+  }
+  return (uint32_t)(at + 1);
+}
+
 // ------------------------------------------------------------------ barriers and rendezvous
 static Fiber* pick();
 static void yield_() {
@@ -334,6 +403,8 @@ static void release_barrier() {
                  Facts().add("kind", "returned-before-barrier").where(nullptr)
                      .add("site", site(first->wfile, first->wline)).add("threads", gone));
   }
+  if (tracing)
+    trace_event(TR_BARRIER_RELEASE, ctx.cur, 0, flags, first->wfile, first->wline, trace_buf->snapshots ? trace_snapshot() : 0);
   // every barrier orders execution; one with mem_threadgroup also orders threadgroup memory
   ctx.exec_sync = ++ctx.clock;
   if (flags & 2) ctx.tg_sync = ctx.clock;
@@ -390,9 +461,11 @@ void mslemu::barrier(int flags, const char* file, int line) {
   flush_pending_oob();
   if (f->nq) mma_flush(file, line);
   f->state = F_BARRIER; f->wfile = file; f->wline = line; f->wop = flags;
+  if (tracing) trace_event(TR_BARRIER_ARRIVE, f, 0, flags, file, line);
   if (++barrier_arrivals == live_threads) release_barrier();
   else yield_();
   f->state = F_READY;
+  if (tracing) trace_event(TR_BARRIER_DEPART, f, 0, flags, file, line);
 }
 
 // two waiting fibers wait at the same source location (the file names are usually one pointer)
@@ -451,9 +524,11 @@ void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
   flush_pending_oob();
   if (f->nq && op != OP_MMA) mma_flush(file, line);
   f->state = F_SIMD; f->wfile = file; f->wline = line; f->wop = op; f->cextra = (const void*)fn;
+  if (tracing) trace_event(TR_SIMD_ARRIVE, f, op, 0, file, line);
   if (++sg_count[f->sg].arrived == sg_count[f->sg].live) complete_sg(f->sg);
   else yield_();
   f->state = F_READY;
+  if (tracing) trace_event(TR_SIMD_DEPART, f, op, 0, file, line);
 }
 
 void mslemu::simd_barrier(const char* file, int line) { collective(OP_SIMD_BARRIER, file, line, nullptr); }
@@ -794,10 +869,12 @@ void mslemu::uninit_read(const void* p, const void* pc) {
 
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
+  if (tracing) trace_event(TR_START, ctx.cur, 0, 0, nullptr, 0);
   launch->entry();
   flush_pending_oob();
   if (ctx.cur->nq) mma_flush("(thread exit)", 0);
   Fiber* f = ctx.cur;
+  if (tracing) trace_event(TR_END, f, 0, 0, nullptr, 0);
   f->state = F_DONE;
   if (barrier_arrivals) returned_while_waited[f->tid] = 1;
   --live_threads;
@@ -957,7 +1034,10 @@ static void schedule_until_done() {
 
 static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
   ctx.tg_pos[0] = tx; ctx.tg_pos[1] = ty; ctx.tg_pos[2] = tz;
-  seed_schedule(((uint64_t)tz * launch->ntg[1] + ty) * launch->ntg[0] + tx);
+  uint64_t linear_tg = ((uint64_t)tz * launch->ntg[1] + ty) * launch->ntg[0] + tx;
+  seed_schedule(linear_tg);
+  tracing = trace_selects(linear_tg);
+  trace_seq = 0;
   size_threadgroup();
   reset_threadgroup_memory();
   init_fibers();
@@ -1136,6 +1216,7 @@ static void bind_launch() {
 // Runs this process's share of the threadgroups (all of them in-process, else every
 // worker_count-th from worker_index); the first error ends the process.
 static int run_all() {
+  trace_buf = launch->trace_offset ? (TraceHeader*)((char*)(uintptr_t)launch->region_base + launch->trace_offset) : nullptr;
   install_handlers();
   allocate_threadgroup_state();
   bind_launch();
@@ -1225,6 +1306,10 @@ extern "C" __attribute__((visibility("default"))) int mslemu_worker(int fd, uint
   l->entry = entry;
   worker_process(l, index);
 }
+
+// for the trace's reader: the load address strings are offsets from, and the names of op codes
+extern "C" __attribute__((visibility("default"))) uint64_t mslemu_so_base() { find_so_base(); return so_base; }
+extern "C" __attribute__((visibility("default"))) const char* mslemu_op_name(int op) { return op_name(op); }
 
 // The whole launch in the calling process (GEMMGLOSSARY_EMULATOR_INPROCESS=1, for debugging
 // the emulator under gdb): any diagnostic or crash ends the process.
