@@ -41,10 +41,34 @@ import numpy as np
 
 from .affine import Quantized
 from .launch import DEFAULT_DEVICE, Launch, Plan, type_string
-from .matmul import Device
+from .matmul import Device, source_url
 from .layout import broadcast_to, buffer_view, element_strides, is_row_contiguous
 
 SOURCE = "mlx_quantized.metal"
+
+#: The host file the rules restate, at the commit :mod:`.matmul` names (MLX_HOST_COMMIT).
+HOST_PATH = "mlx/backend/metal/quantized.cpp"
+#: Lines of :data:`HOST_PATH` at that commit that each rule follows.
+LINES = {
+    "batch_limit": (85, 145),       # get_qmv_batch_limit: vector_limit
+    "fast_alignment": (147, 149),   # qmv_fast_k_alignment: qmv_fast_block
+    "qmv_quad": (403, 459),
+    "qmv": (461, 535),              # qmv_fast or qmv, the grid and buffers
+    "qmv_fast_gate": (484, 484),
+    "qmv_wide_gate": (537, 540),    # use_qmv_wide: affine from generation 15
+    "qvm": (748, 812),
+    "qmm_nax_gate": (1039, 1042),
+    "qmm_splitk": (1120, 1155),     # the split and its fallback to qmm
+    "dispatch_qmv": (1739, 1780),   # qmv_quad, qmv_wide, qmv
+    "route": (1782, 1875),          # QuantizedMatmul::eval_gpu
+}
+
+
+def rule_url(rule: str) -> str:
+    """Permalink to the lines of quantized.cpp a named rule follows."""
+    if rule not in LINES:
+        raise ValueError(f"rule must be one of {', '.join(LINES)}, got {rule!r}")
+    return source_url(*LINES[rule], path=HOST_PATH)
 #: Kernels ``choose_kernel`` can name that ``plan`` does not dispatch, and why.
 NOT_PLANNED = {
     "qmv_quad": "one quadgroup per output row; not among the kernels planned here",
