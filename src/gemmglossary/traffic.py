@@ -65,6 +65,10 @@ class Traffic:
         """The time moving the bytes takes at the machine's read bandwidth: a lower bound."""
         return self.bytes / machine.read_bytes_per_s
 
+    def seconds_computing(self, machine: Machine = MACHINE) -> float:
+        """The time the FLOPs take at the machine's GEMM rate: the other lower bound."""
+        return self.flops / machine.gemm_flop_per_s
+
     def flop_rate_at(self, machine: Machine = MACHINE) -> float:
         """The FLOP rate that bandwidth allows, at most the machine's GEMM rate."""
         return min(self.flop_per_byte * machine.read_bytes_per_s, machine.gemm_flop_per_s)

@@ -305,11 +305,32 @@ def fact_qlimits() -> str:
     return "\n".join(out)
 
 
-def fact_qformat(*, bits: int = 4, field: Literal["pack_factor", "fast_block"] = "pack_factor") -> str:
-    """MLX's packing: weights per 32-bit pack (``pack_factor``), or the K one ``qmv_fast`` step
-    covers (``qmv_fast_k_alignment``)."""
+def fact_qformat(*, bits: int = 4,
+                 field: Literal["pack_factor", "fast_block", "bits", "group_sizes"] = "pack_factor") -> str:
+    """MLX's affine format: weights per 32-bit pack (``pack_factor``), the K one ``qmv_fast``
+    step covers (``qmv_fast_k_alignment``), or the bit widths and group sizes
+    :mod:`gemmglossary.mlx.affine` restates (``bits``, ``group_sizes``)."""
+    if field == "bits":
+        return either(affine.BITS)
+    if field == "group_sizes":
+        return either(affine.GROUP_SIZES)
     _check_quantization(bits)
     return str(mq.pack_factor(bits) if field == "pack_factor" else mq.qmv_fast_block(bits))
+
+
+QUANTIZED_CONSTANTS = {
+    "qmv_rows": lambda: str(mq.QMV_ROWS),
+    "qmv_quad_k": lambda: either(mq.QMV_QUAD_K),
+    "qmv_wide_min_gen": lambda: str(mq.QMV_WIDE_MIN_GENERATION),
+    "qvm_matrix_rows": lambda: str(mq.QVM_MATRIX_ROWS),
+    "qvm_split_k": lambda: str(mq.QVM_SPLIT_K),
+    "qmm_nax_k": lambda: str(mq.QMM_NAX_K),
+}
+
+
+def fact_qconst(*, name: Literal[tuple(QUANTIZED_CONSTANTS)]) -> str:  # type: ignore[valid-type]
+    """A threshold of MLX's quantized routing, as gemmglossary.mlx.quantized.choose_kernel uses it."""
+    return QUANTIZED_CONSTANTS[name]()
 
 
 def fact_qurl(*, rule: str) -> str:
@@ -366,6 +387,7 @@ FACTS = {
     "mlx.qlimits": fact_qlimits,
     "mlx.qformat": fact_qformat,
     "mlx.qurl": fact_qurl,
+    "mlx.qconst": fact_qconst,
     "traffic": fact_traffic,
     "traffic.machine": fact_machine,
 }
