@@ -58,6 +58,11 @@ MIRROR = Path("/work/.mirror/ml-explore+mlx/repo")
     ("mlx.qconst name=qmm_nax_k", "64"),
     ("mlx.qconst name=qmv_wide_min_gen", "15"),
     ("mlx.qurl rule=batch_limit", mm.source_url(85, 145, path="mlx/backend/metal/quantized.cpp")),
+    # the decode kernels' constants, as the pages read them
+    ("kernel.value file=gemv.metal expr=STEP", "128"),
+    ("kernel.value file=gemv.metal expr=STEP*4", "512"),
+    ("kernel.value file=qmv4.metal expr=ROWS_PER_THREADGROUP", "8"),
+    ("kernel.value file=reductions.metal expr=MAX_SIMDGROUPS*4", "128"),
     # bytes and FLOPs: 4096 x 4096 float16 gemv moves (16M + 8K) * 2 bytes for 32M FLOPs
     ("traffic op=gemv M=4096 K=4096 field=bytes", f"{(4096 * 4096 + 8192) * 2:,}"),
     ("traffic op=gemv M=4096 K=4096 field=flops", f"{2 * 4096 * 4096:,}"),
