@@ -5,7 +5,8 @@
 # snippet runs `kernels/gemv.metal` against numpy, computes how many bytes each FLOP of a
 # matrix-vector product must move compared with a matrix-matrix product, runs MLX's own
 # `gemv` and `gemv_t` kernels (`gemv.h`) on the emulator as MLX's host code would
-# dispatch them, and then breaks the first-party kernel three ways.
+# dispatch them (with the two places where they rely on more than the Metal specification
+# promises), and then breaks the first-party kernel twice.
 #
 # Run it locally, from a checkout installed with `pip install -e .`:
 #
@@ -120,6 +121,39 @@ for a, b, what in [(W, v, "W @ x"), (row, W2, "x @ W")]:
     mlx_launch = plan.launches[0]
     print(f"{what} {a.shape} @ {b.shape}: route {r.kernel!r}, kernel {mlx_launch.host_name}")
     print(f"    {mlx_launch.threadgroups} threadgroups of {mlx_launch.threads_per_threadgroup} threads; matches numpy")
+
+# %% [markdown]
+# ## What MLX's gemv relies on
+#
+# Two shapes take paths the Metal specification does not promise. `x @ W` with 130
+# outputs leaves a partial last column block in `gemv_t`: some lanes of a simdgroup enter
+# the K loop's barrier while the others go on to the shuffle. A long K with few outputs
+# makes `gemv` split K over 8 simdgroups (`bn8`), whose sums meet in threadgroup memory
+# behind a `mem_none` barrier that only lane 0 of each simdgroup reaches. Both match
+# numpy on the emulator, which reports what is not portable as `PortabilityWarning`s.
+# (The second kernel is instantiated in `kernels/mlx_gemv.metal` for bfloat16 with a
+# batch and a bias; the shapes below are those.)
+
+# %%
+from gemmglossary.mlx.launch import bfloat16
+from gemmglossary.snippets import printed_warnings
+
+W3 = rng.uniform(-1, 1, (70, 130)).astype(np.float32)
+with printed_warnings("kernels/mlx_gemv.metal", limit=1):
+    plan = mlx_gemv.plan(row, W3)
+    out = plan.run()
+np.testing.assert_allclose(out, row.astype(np.float64) @ W3, rtol=1e-4, atol=1e-4)
+print(f"{plan.host_names[0]}, 130 outputs: matches numpy")
+
+a4 = rng.uniform(-1, 1, (2, 3, 10, 1000)).astype(bfloat16)
+b4 = rng.uniform(-1, 1, (2, 1, 1000, 1)).astype(bfloat16)
+c4 = rng.uniform(-1, 1, (10, 1)).astype(bfloat16)
+with printed_warnings("kernels/mlx_gemv.metal", limit=2):
+    plan = mlx_gemv.plan(a4, b4, c4, alpha=0.5, beta=2.0)
+    out = plan.run()
+ref4 = 0.5 * (a4.astype(np.float64) @ b4.astype(np.float64)) + 2.0 * c4.astype(np.float64)
+np.testing.assert_allclose(out.astype(np.float64), ref4, rtol=2e-2, atol=5e-2)
+print(f"{plan.host_names[0]}: matches numpy (bfloat16 tolerances)")
 
 # %% [markdown]
 # ## Break it: no guard on the last step
