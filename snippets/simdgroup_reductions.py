@@ -100,6 +100,27 @@ show_figure(fig, "Each row a step of shuffle_down_sum on the values 0 to 31: col
             "holding a meaningful partial sum, 32 at the start, then 16, 8, 4, 2 and finally lane 0 with 496")
 
 # %% [markdown]
+# ## MLX's all_reduce on the emulator
+#
+# MLX's `all_reduce` (`reduction/reduce_all.h`) is the same two levels. Summing a whole
+# `37 × 11` array takes one threadgroup (`gemmglossary.mlx.reduce.plan` dispatches it as
+# MLX's host code does); the kernel is MLX's, unmodified, instantiated in
+# `kernels/mlx_reduce.metal`.
+
+# %%
+from gemmglossary.mlx import reduce as mlx_reduce
+
+small = rng.uniform(-1, 1, (37, 11)).astype(np.float32)
+plan = mlx_reduce.plan(small, (0, 1), "sum")
+out_mlx = plan.run()
+np.testing.assert_allclose(out_mlx.astype(np.float64), small.astype(np.float64).sum(keepdims=True), rtol=1e-5,
+                           atol=1e-5)
+launch = plan.launches[0]
+grid = (f"{launch.threadgroups} threadgroups" if launch.threads is None else f"a grid of {launch.threads} threads")
+print(f"{plan.host_names[0]}: {grid} in threadgroups of {launch.threads_per_threadgroup}, "
+      f"sum {out_mlx.ravel()[0]:.4f}, numpy {small.astype(np.float64).sum():.4f}")
+
+# %% [markdown]
 # ## Break it: a step missing
 #
 # Starting the halving at offset 8 instead of 16 does four steps, not five: lane 0 ends
