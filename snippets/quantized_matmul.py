@@ -114,6 +114,7 @@ print(f"the 4-bit product moves {dense16.bytes / packed4.bytes:.2f}x fewer bytes
 # %%
 from gemmglossary.mlx import quantized
 
+assert quantized.SOURCE == "mlx_quantized.metal"  # the instantiations of MLX's quantized.h in kernels/
 Wf = rng.standard_normal((16, 512)).astype(np.float32)
 Qf = affine.quantize(Wf, 64, 4)
 xf = rng.uniform(-1, 1, (1, 512)).astype(np.float32)

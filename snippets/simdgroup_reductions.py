@@ -110,6 +110,7 @@ show_figure(fig, "Each row a step of shuffle_down_sum on the values 0 to 31: col
 # %%
 from gemmglossary.mlx import reduce as mlx_reduce
 
+assert mlx_reduce.SOURCE == "mlx_reduce.metal"  # the instantiations of MLX's reduction headers in kernels/
 small = rng.uniform(-1, 1, (37, 11)).astype(np.float32)
 plan = mlx_reduce.plan(small, (0, 1), "sum")
 out_mlx = plan.run()
