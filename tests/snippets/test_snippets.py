@@ -34,6 +34,7 @@ HOOK = ROOT / "docs" / ".hooks" / "snippets.py"
 EXPECTED = {
     "cooperative_load", "register_blocking", "simdgroup_matrix", "barriers",
     "epilogue_fusion", "max_total_threads", "tiled_gemm", "tiled_to_simdgroup", "neural_accelerators",
+    "gemv", "quantized_matmul", "simdgroup_reductions",
 }
 
 
@@ -330,6 +331,7 @@ def test_tiny_site_build_fails_on_a_broken_snippet(tmp_path: Path):
 FIGURES = {
     "cooperative_load": 1, "register_blocking": 1, "simdgroup_matrix": 1, "barriers": 0,
     "epilogue_fusion": 1, "max_total_threads": 0, "tiled_gemm": 2, "tiled_to_simdgroup": 1,
+    "gemv": 1, "quantized_matmul": 1, "simdgroup_reductions": 1,
 }
 
 
@@ -403,6 +405,9 @@ PAGES = {
     "glossary/neural-accelerators.md": "neural_accelerators",
     "case-studies/tiled-gemm.md": "tiled_gemm",
     "case-studies/tiled-to-simdgroup.md": "tiled_to_simdgroup",
+    "glossary/gemv.md": "gemv",
+    "glossary/quantized-matmul.md": "quantized_matmul",
+    "glossary/simdgroup-reductions.md": "simdgroup_reductions",
 }
 
 
