@@ -32,9 +32,10 @@ def header(spec: GemmKernel) -> str:
 
 def test_every_first_party_gemm_kernel_is_in_the_table():
     # steel_gemm.metal and mlx_*.metal only instantiate MLX's kernels (gemmglossary.mlx plans them);
-    # nax_matmul.metal (Metal 4, half inputs) is run by tests/emulator/test_tensor_ops.py
+    # nax_matmul.metal (Metal 4, half inputs) is run by tests/emulator/test_tensor_ops.py;
+    # matmul_simd_half.metal (16-bit inputs) is run by tests/emulator/test_half_precision_kernels.py
     files = {p.stem for p in paths.kernels_dir().glob("*.metal")
-             if p.stem not in ("steel_gemm", "nax_matmul") and not p.stem.startswith("mlx_")}
+             if p.stem not in ("steel_gemm", "nax_matmul", "matmul_simd_half") and not p.stem.startswith("mlx_")}
     assert files == set(KERNELS)
 
 
@@ -54,8 +55,9 @@ def test_the_dispatch_line_of_the_header_comment_is_the_tables(name, defines):
         assert spec.max_total_threads(defines) == np.prod(d.threads_per_threadgroup)
 
 
-def test_the_params_comment_of_tiled_gemm_is_its_struct():
-    spec = KERNELS["tiled_gemm"]
+@pytest.mark.parametrize("name", ["tiled_gemm", "tiled_gemm_db"])
+def test_the_params_comment_of_tiled_gemm_is_its_struct(name):
+    spec = KERNELS[name]
     text = header(spec)
     m = re.search(r"numpy: (dtype\(\[.*?\]\))", text)
     assert m, "the header comment shows the numpy dtype of GemmParams"
