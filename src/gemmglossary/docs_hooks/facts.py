@@ -212,6 +212,14 @@ CONSTANTS = {
     "gemv_wide_min_gen": lambda: str(mm.GEMV_WIDE_MIN_GENERATION),
     "gemv_wide_max_rows": lambda: str(mm.GEMV_WIDE_ROWS_PER_PASS * mm.GEMV_WIDE_MAX_PASSES),
     "tf32_default": lambda: "1" if mm.TF32_DEFAULT else "0",
+    "splitk_narrow": lambda: str(mm.SPLITK_NARROW),
+    "splitk_min_partitions": lambda: str(mm.SPLITK_MIN_PARTITIONS),
+    "splitk_max_partitions": lambda: str(mm.SPLITK_MAX_PARTITIONS),
+    "nax_splitk_ratio": lambda: str(mm.NAX_SPLITK_RATIO),
+    "nax_splitk_small": lambda: str(mm.NAX_SPLITK_SMALL),
+    "nax_splitk_small_ratio": lambda: str(mm.NAX_SPLITK_SMALL_RATIO),
+    "nax_swizzle_few_rows": lambda: str(mm.NAX_SWIZZLE_FEW_ROWS),
+    "nax_swizzle_scd": lambda: str(mm.NAX_SWIZZLE_SCD),
 }
 
 
@@ -233,6 +241,36 @@ def fact_pins(*, field: Literal["version", "count", "table"] = "version") -> str
     return "\n".join(rows)
 
 
+def fact_kernel_value(*, file: str, expr: str, define: str = "", unit: Literal["", "KiB"] = "") -> str:
+    """Integer arithmetic over the constants of a first-party kernel file (``kernels/FILE``),
+    as :mod:`gemmglossary.msl.declarations` reads them, built with the ``-D`` overrides of
+    ``define`` (``BK:32,TM:2``): ``expr=2*(BM*BK+BK*BN)*4`` is that kernel's tile bytes.
+    With ``unit=KiB`` the value, a number of bytes, is shown in KiB."""
+    from .. import paths
+    from ..msl import declarations
+    from ..msl.expressions import ExpressionError, evaluate as evaluate_expression
+
+    path = paths.kernels_dir() / file
+    if "/" in file or not file.endswith(".metal") or not path.is_file():
+        raise mm.HostError(f"file must name a kernel file in kernels/, got {file!r}")
+    defines: dict[str, int] = {}
+    for item in filter(None, define.split(",")):
+        name, sep, value = item.partition(":")
+        if not sep or not value.lstrip("-").isdigit():
+            raise mm.HostError(f"define must be NAME:VALUE[,NAME:VALUE...], got {item!r}")
+        defines[name] = int(value)
+    known = declarations.macro_defaults(path.read_text(encoding="utf-8"))
+    unknown = sorted(set(defines) - set(known))
+    if unknown:
+        raise mm.HostError(f"{file} has no -D constant {', '.join(unknown)}; it has {', '.join(known)}")
+    values = declarations.constants(path.read_text(encoding="utf-8"), defines).values
+    try:
+        n = evaluate_expression(expr, values)
+    except ExpressionError as exc:
+        raise mm.HostError(f"expr {expr!r} over the constants of {file}: {exc}") from None
+    return str(n) if unit == "" else f"{n / 1024:g}"
+
+
 #: Every fact a page may use, by name.
 FACTS = {
     "mlx.tile": fact_tile,
@@ -245,6 +283,7 @@ FACTS = {
     "mlx.host": fact_host,
     "mlx.const": fact_const,
     "mlx.pins": fact_pins,
+    "kernel.value": fact_kernel_value,
 }
 
 
