@@ -105,7 +105,7 @@ template <typename T, typename AccT>
     for (uint e = tid; e < BM * BN; e += THREADS) {
         const uint r = e / BN, c = e % BN;
         if (row0 + r < M && col0 + c < N) {
-            C[(row0 + r) * N + col0 + c] = T(tileC[e]);  // the one rounding to T
+            C[(row0 + r) * N + col0 + c] = T(tileC[e]);  // to T: with a float AccT, the one rounding
         }
     }
 }
