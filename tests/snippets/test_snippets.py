@@ -34,6 +34,7 @@ HOOK = ROOT / "docs" / ".hooks" / "snippets.py"
 EXPECTED = {
     "cooperative_load", "register_blocking", "simdgroup_matrix", "barriers",
     "epilogue_fusion", "max_total_threads", "tiled_gemm", "tiled_to_simdgroup", "neural_accelerators",
+    "double_buffering", "threadgroup_swizzle", "split_k", "half_precision", "how_mlx_picks",
 }
 
 
@@ -330,6 +331,7 @@ def test_tiny_site_build_fails_on_a_broken_snippet(tmp_path: Path):
 FIGURES = {
     "cooperative_load": 1, "register_blocking": 1, "simdgroup_matrix": 1, "barriers": 0,
     "epilogue_fusion": 1, "max_total_threads": 0, "tiled_gemm": 2, "tiled_to_simdgroup": 1,
+    "double_buffering": 1, "threadgroup_swizzle": 1, "split_k": 1, "half_precision": 1, "how_mlx_picks": 1,
 }
 
 
@@ -403,6 +405,11 @@ PAGES = {
     "glossary/neural-accelerators.md": "neural_accelerators",
     "case-studies/tiled-gemm.md": "tiled_gemm",
     "case-studies/tiled-to-simdgroup.md": "tiled_to_simdgroup",
+    "glossary/double-buffering.md": "double_buffering",
+    "glossary/threadgroup-swizzle.md": "threadgroup_swizzle",
+    "glossary/split-k.md": "split_k",
+    "glossary/half-precision.md": "half_precision",
+    "how-mlx-picks-a-gemm.md": "how_mlx_picks",
 }
 
 
