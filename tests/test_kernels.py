@@ -32,10 +32,13 @@ def header(spec) -> str:
 
 def test_every_first_party_gemm_kernel_is_in_the_table():
     # steel_gemm.metal and mlx_*.metal only instantiate MLX's kernels (gemmglossary.mlx plans them);
-    # nax_matmul.metal (Metal 4, half inputs) is run by tests/emulator/test_tensor_ops.py;
-    # reductions.metal holds three kernels whose dispatch is the caller's choice (its header says
-    # so), run by tests/emulator/test_decode_kernels.py
-    outside = ("steel_gemm", "nax_matmul", "reductions")
+    # outside the float32 GEMM table, each run by its own test: nax_matmul.metal (Metal 4, half
+    # inputs, tests/emulator/test_tensor_ops.py), matmul_simd_half.metal (16-bit inputs,
+    # tests/emulator/test_half_precision_kernels.py), splitk_sum.metal and swizzled_copy.metal
+    # (not GEMMs: the solutions of exercises/split_k and threadgroup_swizzle), reductions.metal
+    # (three kernels whose dispatch is the caller's choice, as its header says;
+    # tests/emulator/test_decode_kernels.py)
+    outside = ("steel_gemm", "nax_matmul", "matmul_simd_half", "splitk_sum", "swizzled_copy", "reductions")
     files = {p.stem for p in paths.kernels_dir().glob("*.metal")
              if p.stem not in outside and not p.stem.startswith("mlx_")}
     assert files == set(KERNELS) | set(MATVEC_KERNELS)
@@ -57,8 +60,9 @@ def test_the_dispatch_line_of_the_header_comment_is_the_tables(name, defines):
         assert spec.max_total_threads(defines) == np.prod(d.threads_per_threadgroup)
 
 
-def test_the_params_comment_of_tiled_gemm_is_its_struct():
-    spec = KERNELS["tiled_gemm"]
+@pytest.mark.parametrize("name", ["tiled_gemm", "tiled_gemm_db"])
+def test_the_params_comment_of_tiled_gemm_is_its_struct(name):
+    spec = KERNELS[name]
     text = header(spec)
     m = re.search(r"numpy: (dtype\(\[.*?\]\))", text)
     assert m, "the header comment shows the numpy dtype of GemmParams"

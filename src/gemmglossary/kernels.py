@@ -180,6 +180,7 @@ KERNELS: dict[str, GemmKernel] = {
         GemmKernel("matmul_simd", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
         GemmKernel("matmul_simd_blocked", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
         GemmKernel("tiled_gemm", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
+        GemmKernel("tiled_gemm_db", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
     )
 }
 

@@ -5,8 +5,8 @@ when it is in the GEMM table (gemmglossary.kernels), which
 test_load_kernel.py runs on every backend, or is nax_matmul.metal (Metal 4 only), which
 tests/emulator/test_tensor_ops.py runs; an MLX header counts when kernels/steel_gemm.metal
 or kernels/mlx_steel_gemm_nax.metal includes it (transitively, as the preprocessor answers,
-``#if`` honoured), which test_steel_gemm.py and test_nax_gemm.py run, or an instantiation
-file of :data:`MLX_FAMILY_TESTS` does.
+``#if`` honoured), which test_steel_gemm.py and test_nax_gemm.py run, or by an
+instantiation file of :data:`MLX_FAMILY_TESTS`, which its family's test runs.
 """
 
 from __future__ import annotations
