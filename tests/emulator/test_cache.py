@@ -145,3 +145,14 @@ def test_missing_compiler_is_a_clear_error(monkeypatch):
             build.compiler()
     finally:
         build.compiler.cache_clear()
+
+
+def test_two_checkouts_never_share_a_precompiled_shim(monkeypatch, tmp_path):
+    """The per-user cache is shared by every checkout; the precompiled shim and the runtime
+    object carry their files' paths into reports, so their keys name where the shim lives
+    (a report from one worktree named another's mslemu.h before)."""
+    from gemmglossary.emulator import build
+
+    here = build.shim_hash()
+    monkeypatch.setattr(build, "HERE", tmp_path / "other-checkout" / "emulator")
+    assert build.shim_hash() != here

@@ -78,10 +78,14 @@ def compiler() -> tuple[str, str]:
 @lru_cache(maxsize=1)
 def shim_hash() -> str:
     h = hashlib.sha256(EMULATOR_VERSION.encode())
+    # Where the shim lives: two checkouts (or an install and a checkout) share the per-user
+    # cache, and a precompiled shim or runtime carries its own files' paths into every
+    # report, so one checkout must never use another's (g++ picks any .gch it finds).
+    h.update(str(HERE).encode())
     # The rewriter and the parts of gemmglossary.msl it reads source with.
     msl = HERE.parent / "msl"
     files = [HERE / "rewrite.py", HERE / "build.py", HERE / "shimgen.py",
-             *(msl / f for f in ("lexer.py", "tokens.py", "signature.py", "expressions.py"))]
+             *(msl / f for f in ("lexer.py", "tokens.py", "signature.py", "macros.py", "expressions.py"))]
     for d in (SHIM_DIR, HERE / "cpp"):
         files += sorted(d.rglob("*"))
     for p in files:
