@@ -153,6 +153,13 @@ def test_two_checkouts_never_share_a_precompiled_shim(monkeypatch, tmp_path):
     (a report from one worktree named another's mslemu.h before)."""
     from gemmglossary.emulator import build
 
+    import shutil
+
     here = build.shim_hash.__wrapped__()  # lru_cache'd in the module
-    monkeypatch.setattr(build, "HERE", tmp_path / "other-checkout" / "emulator")
+    other = tmp_path / "other-checkout"  # the same files, elsewhere
+    shutil.copytree(build.HERE, other / "emulator")
+    shutil.copytree(build.HERE.parent / "msl", other / "msl")
+    monkeypatch.setattr(build, "HERE", other / "emulator")
     assert build.shim_hash.__wrapped__() != here
+    monkeypatch.setattr(build, "HERE", build.SHIM_DIR.parent)
+    assert build.shim_hash.__wrapped__() == here
