@@ -4,7 +4,7 @@ Five products, one per instantiation of kernels/mlx_steel_gather.metal, dispatch
 mlx.gather plans them (MLX's routing and tiles on a base M1):
 
 * gather_mm_rhs (one row of a per index, sorted rhs indices): float32 with M, N and K off
-  the tile, two unused matrices of b and a group of more than one tile; float16 with b a
+  the tile, two unused matrices of b and a group of more than one tile; bfloat16 with b a
   transposed view, a single row of a broadcast to every index, groups that start inside a
   tile.
 * gather_mm (the general kernel): float32 with two index dims (has_batch), broadcast and
@@ -38,9 +38,9 @@ def _cases():
     sorted_f32 = np.array([0] * 3 + [2] * 20 + [3] * 17, np.int32)  # matrices 1 and 4 unused
     yield ("rhs-nn-f32-unaligned-empty-groups", u((40, 1, 40), np.float32), u((5, 40, 70), np.float32),
            None, sorted_f32, True, "steel_gather_mm_rhs_nn_float32_float32_bm16_bn64_bk16_wm1_wn2")
-    sorted_f16 = np.array([0] * 16 + [1] * 5 + [3] * 27, np.uint32)
-    yield ("rhs-nt-f16-broadcast-a-transposed-b", u((1, 32), np.float16), u((4, 64, 32), np.float16).transpose(0, 2, 1),
-           None, sorted_f16, True, "steel_gather_mm_rhs_nt_float16_float16_bm16_bn64_bk16_wm1_wn2")
+    sorted_bf16 = np.array([0] * 16 + [1] * 5 + [3] * 27, np.uint32)
+    yield ("rhs-nt-bf16-broadcast-a-transposed-b", u((1, 32), bfloat16), u((4, 64, 32), bfloat16).transpose(0, 2, 1),
+           None, sorted_bf16, True, "steel_gather_mm_rhs_nt_bfloat16_bfloat16_bm16_bn64_bk16_wm1_wn2")
     yield ("nn-f32-has-batch-unsorted-strided-a", u((6, 70, 40), np.float32)[::2], u((2, 2, 40, 50), np.float32),
            np.array([[2], [0]], np.int64), np.array([[3, 1, 2]], np.int32), False,
            "steel_gather_mm_nn_float32_float32_bm64_bn64_bk16_wm2_wn2")
