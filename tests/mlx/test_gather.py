@@ -24,7 +24,7 @@ import re
 import numpy as np
 import pytest
 
-from gemmglossary.mlx import gather
+from gemmglossary.mlx import gather, matmul
 from gemmglossary.mlx.launch import bfloat16
 from gemmglossary.paths import kernels_dir
 
@@ -118,6 +118,17 @@ def test_routes_not_planned_and_bad_input():
         gather.plan(a, b, None, np.array([2, 0, 1, 1]))  # unsorted: M = 1 goes to gather_mv
     with pytest.raises(ValueError, match="sorted indices below 3"):
         gather.plan(a, b, None, np.array([2, 0, 1, 1]), sorted_indices=True)
+    with pytest.raises(NotImplementedError, match="gather GEMV"):  # sorted, but lhs indices given
+        gather.plan(a, b, np.arange(4) % 4, np.array([0, 1, 1, 2]), sorted_indices=True)
+    with pytest.raises(NotImplementedError, match="gather_mm_rhs_nax"):
+        gather.plan(a, b, None, np.array([0, 1, 1, 2]), sorted_indices=True, device=matmul.Device("g", 17))
+    # x @ W.T with a few rows of float16 on an M3 (generation 15): gemv_wide_gather, not gather_mm
+    x = a.repeat(3, axis=1).astype(np.float16)  # 3 rows
+    w = b.transpose(0, 2, 1).copy().transpose(0, 2, 1).astype(np.float16)  # a transposed view (astype keeps it)
+    with pytest.raises(NotImplementedError, match="gemv_wide_gather"):
+        gather.plan(x, w, None, np.array([0, 1, 1, 2]), device=matmul.Device("g", 15))
+    assert gather.plan(x, w, None, np.array([0, 1, 1, 2])).host_names == [
+        "steel_gather_mm_nt_float16_float16_bm64_bn32_bk32_wm2_wn2"]  # a base M1 has no gemv_wide
     with pytest.raises(ValueError, match="plain matmul"):
         gather.plan(a, b)
     with pytest.raises(TypeError, match="integers"):
