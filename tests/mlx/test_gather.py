@@ -127,6 +127,9 @@ def test_routes_not_planned_and_bad_input():
     w = b.transpose(0, 2, 1).copy().transpose(0, 2, 1).astype(np.float16)  # a transposed view (astype keeps it)
     with pytest.raises(NotImplementedError, match="gemv_wide_gather"):
         gather.plan(x, w, None, np.array([0, 1, 1, 2]), device=matmul.Device("g", 15))
+    shifted = np.zeros(w.size + 4, np.float16)[4:].reshape(3, 16, 8).transpose(0, 2, 1)  # offset 4: not 8-aligned
+    assert gather.plan(x, shifted, None, np.array([0, 1, 1, 2]), device=matmul.Device("g", 15)).host_names == [
+        "steel_gather_mm_nt_float16_float16_bm64_bn32_bk32_wm2_wn2"]
     assert gather.plan(x, w, None, np.array([0, 1, 1, 2])).host_names == [
         "steel_gather_mm_nt_float16_float16_bm64_bn32_bk32_wm2_wn2"]  # a base M1 has no gemv_wide
     with pytest.raises(ValueError, match="plain matmul"):

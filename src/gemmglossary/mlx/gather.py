@@ -103,6 +103,14 @@ def _batch_contiguous(x: np.ndarray) -> tuple[bool, int, np.ndarray]:
     return False, element_strides(x)[-2], x
 
 
+def _offset(x: np.ndarray) -> int:
+    """MLX's ``offset()`` of a view: elements from the start of the buffer it lives in."""
+    owner = x
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    return (x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]) // x.itemsize
+
+
 def _params(**fields) -> np.ndarray:
     params = np.zeros((), dtype=GEMM_PARAMS)  # swizzle_log and the unnamed fields stay 0, as in MLX
     for field, value in fields.items():
@@ -154,7 +162,8 @@ def plan(a: np.ndarray, b: np.ndarray, lhs_indices=None, rhs_indices=None, *, so
     sa, sb = element_strides(a), element_strides(b)
     if sb[-1] != 1 and sb[-2] == 1 and not (sa[-1] != 1 and sa[-2] == 1):
         lda = sa[-2] if sa[-1] == 1 else K
-        if matmul.gemv_wide_plan(dtype, device, M, N, K, sb[-1], lda, tuple(sb[:-2]) + tuple(sa[:-2])):
+        offsets = (_offset(b), _offset(a) if sa[-1] == 1 else 0)  # a copied when neither layout fits
+        if matmul.gemv_wide_plan(dtype, device, M, N, K, sb[-1], lda, tuple(sb[:-2]) + tuple(sa[:-2]), offsets=offsets):
             raise NotImplementedError("MLX runs gemv_wide_gather for this product; it is not planned here")
     return _plan_general(a, b, lhs, rhs, out, dtype, device)
 
