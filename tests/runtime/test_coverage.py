@@ -33,6 +33,7 @@ MLX_FAMILY_TESTS = {
     "mlx_gemv.metal": "tests/mlx/test_gemv.py",
     "mlx_quantized.metal": "tests/mlx/test_quantized.py",
     "mlx_reduce.metal": "tests/mlx/test_reduce.py",
+    "mlx_steel_gather.metal": "tests/mlx/test_gather.py",
 }
 
 
