@@ -274,6 +274,11 @@ def test_tiny_site_renders_and_re_executes_only_what_changed(tmp_path: Path):
     proc = _build(root)
     assert proc.returncode == 0, proc.stderr[-5000:]
     assert sorted(_executions(root)) == ["alone", "good"]
+    # Kernels run over IPC: no "Kernel is running over TCP without encryption" per snippet,
+    # and their sockets live in Jupyter's runtime folder, not in the site's folders.
+    assert "without encryption" not in proc.stdout + proc.stderr
+    assert "[IPKernelApp] WARNING" not in proc.stdout + proc.stderr
+    assert not [p for p in root.rglob("*") if "ipc" in p.name], "kernel sockets left in the project"
     page = root / "site" / "snippets" / "good" / "index.html"
     body = html.unescape(page.read_text())
 

@@ -19,16 +19,26 @@ things are done here, before that plugin runs:
    warning and the snippet re-executed. Older folders are pruned only after a
    successful build, keeping the last few per snippet: a failed build loses no good
    output, and going back to a recent state is a cache hit.
-3. **Execute with this Python.** ``JUPYTER_PATH`` is prefixed with this interpreter's
-   ``share/jupyter`` so the ``python3`` kernelspec installed in the virtual environment
-   wins over any per-user one; jupyter_client runs that spec (``argv[0] == "python"``)
-   with ``sys.executable``, the interpreter running mkdocs.
+3. **Execute with this Python, quietly.** ``JUPYTER_PATH`` is prefixed with this
+   interpreter's ``share/jupyter`` so the ``python3`` kernelspec installed in the virtual
+   environment wins over any per-user one; jupyter_client runs that spec
+   (``argv[0] == "python"``) with ``sys.executable``, the interpreter running mkdocs.
+   Kernels run over IPC (local sockets) instead of TCP: ipykernel prints "Kernel is
+   running over TCP without encryption" for every TCP kernel, once per snippet, which
+   concerns no reader of the build log; over IPC it has nothing to say, and every other
+   warning still shows. mkdocs-jupyter's nbconvert app reads that setting from a
+   ``jupyter_nbconvert_config.json`` this process writes into a folder of its own,
+   prefixed to ``JUPYTER_CONFIG_PATH``. The sockets' path prefix is absolute (in
+   Jupyter's runtime folder, one per process): jupyter_client's default is relative to
+   the current folder, and the kernel runs in snippets/, not where the build runs.
 
 The thin file ``docs/.hooks/snippets.py`` re-exports these functions.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import hashlib
 import json
 import logging
@@ -36,6 +46,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from mkdocs.plugins import event_priority
@@ -120,10 +131,7 @@ def on_config(config):
     for path in snippet_paths(root):
         _folders[f"{SNIPPETS_DIR}/{path.name}"] = cache_dir_for(path, cache_key(path, root), root)
 
-    here = str(Path(sys.prefix) / "share" / "jupyter")
-    paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
-    if here not in paths:
-        os.environ["JUPYTER_PATH"] = os.pathsep.join([here, *paths])
+    use_this_python()
 
     # `mkdocs serve` rebuilds when a snippet or a kernel changes.
     for folder_name in (SNIPPETS_DIR, "kernels"):
@@ -131,6 +139,37 @@ def on_config(config):
         if watched.is_dir() and str(watched) not in config["watch"]:
             config["watch"].append(str(watched))
     return config
+
+
+def _prefix_env(name: str, folder: Path) -> None:
+    paths = [p for p in os.environ.get(name, "").split(os.pathsep) if p]
+    if str(folder) not in paths:
+        os.environ[name] = os.pathsep.join([str(folder), *paths])
+
+
+@functools.cache
+def kernel_ipc_prefix() -> str:
+    """Absolute path prefix of this process's kernel sockets (``<prefix>-<n>``)."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    folder = Path(jupyter_runtime_dir())
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / f"gemmglossary-{os.getpid()}")
+
+
+@functools.cache
+def _nbconvert_config_dir() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="gemmglossary-jupyter-config-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    settings = {"KernelManager": {"transport": "ipc", "ip": kernel_ipc_prefix()}}
+    (folder / "jupyter_nbconvert_config.json").write_text(json.dumps(settings, indent=2) + "\n")
+    return folder
+
+
+def use_this_python() -> None:
+    """Notebook kernels of this process: this interpreter's kernelspec, over IPC."""
+    _prefix_env("JUPYTER_PATH", Path(sys.prefix) / "share" / "jupyter")
+    _prefix_env("JUPYTER_CONFIG_PATH", _nbconvert_config_dir())
 
 
 def _drop_damaged(folder: Path) -> None:
