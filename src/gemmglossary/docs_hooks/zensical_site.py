@@ -12,9 +12,9 @@ missing. This step gives Zensical a complete site instead, in a staging folder
 - ``docs/``: a copy of docs/ (pages keep their paths, so the excerpt lock's page keys
   and the pages' line numbers are the same), where links to a snippet (``x.py``) point
   at its page (``x.md``);
-- ``docs/snippets/<name>.md``: each snippet executed and rendered by the project's own
-  renderer (:mod:`.snippet_pages`, cached per snippet by its inputs), with the snippet
-  itself next to it for download;
+- ``docs/snippets/<name>.md``: each snippet's executed notebook (:mod:`.snippet_pages`:
+  the same one the MkDocs build renders, executed once and cached by its inputs) written
+  as Markdown, with the snippet itself next to it for download;
 - ``docs/kernels/…``: every first-party kernel a page quotes, where the source links
   point (the MkDocs hook publishes the same files);
 - ``mkdocs.yml``: the repository's, with the MkDocs-only hooks and plugins left out and
@@ -43,8 +43,8 @@ from ..cli import run_command, subparser
 from ..excerpts.blocks import find_blocks
 from ..excerpts.check import VENDOR_PREFIX, read_pages
 from ..paths import project_root
-from .snippet_pages import SnippetError, cached_page
-from .snippets import SNIPPETS_DIR, snippet_paths
+from .snippet_pages import SnippetError, ensure_executed, markdown_page, notebook_path, prune
+from .snippets import SNIPPETS_DIR, cache_key, snippet_paths
 
 STAGING = Path(".cache") / "zensical"
 #: Plugins that only MkDocs runs here (Zensical would drop them silently).
@@ -94,9 +94,10 @@ def staged_config(config: dict, snippets: set[str]) -> dict:
     return out
 
 
-def stage(root: Path | None = None, *, log=print) -> Path:
-    """Write the staging folder; return its mkdocs.yml."""
-    root = project_root() if root is None else root
+def stage(*, log=print) -> Path:
+    """Write the staging folder of the project (:func:`gemmglossary.paths.project_root`);
+    return its mkdocs.yml."""
+    root = project_root()
     vendor.ensure()
     config = yaml.safe_load((root / "mkdocs.yml").read_text(encoding="utf-8"))
     docs = root / config.get("docs_dir", "docs")
@@ -122,10 +123,13 @@ def stage(root: Path | None = None, *, log=print) -> Path:
             (target / file).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target / file)
     for uri, path in snippets.items():
-        page, executed = cached_page(path, root)
-        log(f"snippet {uri}: {'executed' if executed else 'cached'}")
-        (target / uri).with_suffix(".md").write_text(page, encoding="utf-8")
+        notebook = notebook_path(path, cache_key(path, root), root)
+        executed = ensure_executed(path, notebook, root)
+        log(f"snippet {uri}: {'executed' if executed else 'unchanged, not executed again'}")
+        (target / uri).parent.mkdir(parents=True, exist_ok=True)
+        (target / uri).with_suffix(".md").write_text(markdown_page(notebook, path.stem), encoding="utf-8")
         shutil.copyfile(path, target / uri)
+        prune(path, notebook)
     config_file = staging / "mkdocs.yml"
     config_file.write_text(yaml.safe_dump(staged_config(config, set(snippets)),
                                           sort_keys=False, allow_unicode=True), encoding="utf-8")
@@ -139,15 +143,14 @@ def zensical_command() -> list[str]:
     return [str(exe)]
 
 
-def build(site_dir: Path, *, strict: bool = True, root: Path | None = None, log=print,
-          capture: bool = True) -> subprocess.CompletedProcess:
+def build(site_dir: Path, *, strict: bool = True, log=print, capture: bool = True) -> subprocess.CompletedProcess:
     """Stage, then ``zensical build --clean [--strict]`` (its output captured, or shown);
     the site goes to ``site_dir`` when the build succeeds."""
     command = zensical_command()
-    config_file = stage(root, log=log)
+    config_file = stage(log=log)
     command += ["build", "--clean", "-f", str(config_file)] + (["--strict"] if strict else [])
     run = subprocess.run(command, cwd=config_file.parent, capture_output=capture, text=True,
-                         env={**os.environ, "GEMMGLOSSARY_ROOT": str(root or project_root())})
+                         env={**os.environ, "GEMMGLOSSARY_ROOT": str(project_root())})
     if run.returncode == 0:
         if site_dir.exists():
             shutil.rmtree(site_dir)
