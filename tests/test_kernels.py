@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from gemmglossary import paths
-from gemmglossary.kernels import KERNELS, BindError, GemmKernel, cdiv
+from gemmglossary.kernels import KERNELS, MATVEC_KERNELS, BindError, GemmKernel, cdiv
 from gemmglossary.msl.expressions import evaluate
 
 _TPG = re.compile(r"threadgroup size (?:exactly )?(\S+) x (\S+) x (\S+)")
 _GRID = re.compile(r"dispatchThreadgroups\(ceil\(N/(\w+)\), ceil\(M/(\w+)\), 1\)")
 
 
-def header(spec: GemmKernel) -> str:
+def header(spec) -> str:
     """The kernel's leading comment, without the comment markers."""
     lines = []
     for line in spec.source().splitlines():
@@ -32,10 +32,16 @@ def header(spec: GemmKernel) -> str:
 
 def test_every_first_party_gemm_kernel_is_in_the_table():
     # steel_gemm.metal and mlx_*.metal only instantiate MLX's kernels (gemmglossary.mlx plans them);
-    # nax_matmul.metal (Metal 4, half inputs) is run by tests/emulator/test_tensor_ops.py
+    # outside the float32 GEMM table, each run by its own test: nax_matmul.metal (Metal 4, half
+    # inputs, tests/emulator/test_tensor_ops.py), matmul_simd_half.metal (16-bit inputs,
+    # tests/emulator/test_half_precision_kernels.py), splitk_sum.metal and swizzled_copy.metal
+    # (not GEMMs: the solutions of exercises/split_k and threadgroup_swizzle), reductions.metal
+    # (three kernels whose dispatch is the caller's choice, as its header says;
+    # tests/emulator/test_decode_kernels.py)
+    outside = ("steel_gemm", "nax_matmul", "matmul_simd_half", "splitk_sum", "swizzled_copy", "reductions")
     files = {p.stem for p in paths.kernels_dir().glob("*.metal")
-             if p.stem not in ("steel_gemm", "nax_matmul") and not p.stem.startswith("mlx_")}
-    assert files == set(KERNELS)
+             if p.stem not in outside and not p.stem.startswith("mlx_")}
+    assert files == set(KERNELS) | set(MATVEC_KERNELS)
 
 
 @pytest.mark.parametrize("defines", [None, {"WM": 1, "WN": 4, "TM": 2, "TN": 1}], ids=["defaults", "-D"])
@@ -54,8 +60,9 @@ def test_the_dispatch_line_of_the_header_comment_is_the_tables(name, defines):
         assert spec.max_total_threads(defines) == np.prod(d.threads_per_threadgroup)
 
 
-def test_the_params_comment_of_tiled_gemm_is_its_struct():
-    spec = KERNELS["tiled_gemm"]
+@pytest.mark.parametrize("name", ["tiled_gemm", "tiled_gemm_db"])
+def test_the_params_comment_of_tiled_gemm_is_its_struct(name):
+    spec = KERNELS[name]
     text = header(spec)
     m = re.search(r"numpy: (dtype\(\[.*?\]\))", text)
     assert m, "the header comment shows the numpy dtype of GemmParams"
@@ -98,3 +105,31 @@ def test_a_parameter_the_table_cannot_fill_is_an_error(tmp_path, monkeypatch):
         spec.arguments(np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)))
     with pytest.raises(KeyError, match="BM is not a constant"):
         spec.dispatch(1, 1, 1)
+
+
+_MATVEC_GRID = re.compile(r"dispatchThreadgroups\(ceil\((\w+)/(\w+)\), 1, 1\)")
+_MATVEC_TPG = re.compile(r"threadgroup size (\w+) x 1 x 1")
+
+
+@pytest.mark.parametrize("defines", [None, {"ROWS": 2, "SIMDGROUPS": 1}], ids=["defaults", "-D"])
+@pytest.mark.parametrize("name", sorted(MATVEC_KERNELS))
+def test_the_dispatch_line_of_a_matvec_kernel_is_the_tables(name, defines):
+    spec = MATVEC_KERNELS[name]
+    text = header(spec)
+    tpg, grid = _MATVEC_TPG.search(text), _MATVEC_GRID.search(text)
+    assert tpg and grid, f"{spec.path}: no 'threadgroup size X x 1 x 1' / 'dispatchThreadgroups(ceil(M/R), 1, 1)' line"
+    c = spec.constants(defines).values
+    d = spec.dispatch(70, defines)
+    assert d.threads_per_threadgroup == (c[tpg.group(1)], 1, 1) == (spec.max_total_threads(defines), 1, 1)
+    assert d.threadgroups == (cdiv(70, c[grid.group(2)]), 1, 1)
+    assert c[grid.group(2)] == c["ROWS"] * c["SIMDGROUPS"] and c[tpg.group(1)] == 32 * c["SIMDGROUPS"]
+
+
+def test_matvec_arguments_follow_the_signature():
+    A, x, y = np.zeros((3, 5), np.float32), np.zeros(5, np.float32), np.zeros(3, np.float32)
+    a, xx, yy, M, K = MATVEC_KERNELS["gemv"].arguments(A=A, x=x, y=y, M=3, K=5)
+    assert a is A and xx is x and yy is y and (M, K) == (3, 5) and M.dtype == K.dtype == np.uint32
+    with pytest.raises(BindError, match=r"gemv.metal:\d+: no value for parameter 'constant uint & K'"):
+        MATVEC_KERNELS["gemv"].arguments(A=A, x=x, y=y, M=3)
+    with pytest.raises(BindError, match="no parameter\\(s\\) N"):
+        MATVEC_KERNELS["gemv"].arguments(A=A, x=x, y=y, M=3, K=5, N=2)

@@ -22,8 +22,10 @@ def test_site_builds_strictly(mkdocs_site):
     # Quiet: nothing from the notebook kernels (they run over IPC, see docs_hooks/snippet_pages.py).
     assert "without encryption" not in mkdocs_site.log and "[IPKernelApp]" not in mkdocs_site.log
     glossary = ["barriers", "cooperative-load", "register-blocking", "simdgroup-matrix",
-                "epilogue-fusion", "max-total-threads", "neural-accelerators"]
-    for page in [f"glossary/{g}" for g in glossary] + ["case-studies/tiled-gemm", "case-studies/tiled-to-simdgroup"]:
+                "epilogue-fusion", "max-total-threads", "neural-accelerators", "double-buffering",
+                "threadgroup-swizzle", "split-k", "half-precision"]
+    for page in [f"glossary/{g}" for g in glossary] + ["case-studies/tiled-gemm", "case-studies/tiled-to-simdgroup",
+                                                       "how-mlx-picks-a-gemm"]:
         html = (site / page / "index.html").read_text(encoding="utf-8")
         assert 'class="excerpt-source"' in html, f"{page}: no kernel excerpt"
         if page.startswith("glossary/"):

@@ -1,4 +1,5 @@
-"""How to bind and dispatch each first-party GEMM kernel in kernels/.
+"""How to bind and dispatch each first-party kernel in kernels/: the GEMMs, and the
+matrix-vector kernels of the decode path.
 
 What a kernel file states about itself is read from the file (:mod:`gemmglossary.msl`):
 
@@ -58,12 +59,10 @@ class BindError(ValueError):
 
 
 @dataclass(frozen=True)
-class GemmKernel:
-    """A first-party GEMM kernel: C (M x N) from A (M x K) and B (K x N), row-major float."""
+class KernelFile:
+    """A first-party kernel: its function name, which is also its file stem in kernels/."""
 
-    name: str  # kernel function name, and file stem in kernels/
-    tile: tuple[str, str]  # the constants giving the rows and columns of C per threadgroup
-    threadgroup: tuple[str | int, str | int, str | int]  # threads per threadgroup (constants or numbers)
+    name: str
 
     @property
     def path(self) -> Path:
@@ -93,6 +92,14 @@ class GemmKernel:
         """The kernel's ``max_total_threads_per_threadgroup`` bound, if it declares one."""
         expr = self.signature().attribute("max_total_threads_per_threadgroup")
         return None if expr is None else evaluate(expr, self.constants(defines).values)
+
+
+@dataclass(frozen=True)
+class GemmKernel(KernelFile):
+    """A first-party GEMM kernel: C (M x N) from A (M x K) and B (K x N), row-major float."""
+
+    tile: tuple[str, str]  # the constants giving the rows and columns of C per threadgroup
+    threadgroup: tuple[str | int, str | int, str | int]  # threads per threadgroup (constants or numbers)
 
     def struct_parameter(self) -> Parameter | None:
         return next((p for p in self.signature().buffers if p.value_type not in SCALAR_TYPES
@@ -173,6 +180,48 @@ KERNELS: dict[str, GemmKernel] = {
         GemmKernel("matmul_simd", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
         GemmKernel("matmul_simd_blocked", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
         GemmKernel("tiled_gemm", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
+        GemmKernel("tiled_gemm_db", tile=("BM", "BN"), threadgroup=("THREADS", 1, 1)),
+    )
+}
+
+
+@dataclass(frozen=True)
+class MatvecKernel(KernelFile):
+    """A first-party matrix-vector kernel: one output element per matrix row, a
+    one-dimensional grid of threadgroups, each owning ``rows`` consecutive outputs."""
+
+    rows: str  # the constant giving the outputs (matrix rows) per threadgroup
+    threadgroup: str  # the constant giving the threads per threadgroup (x; y = z = 1)
+
+    def dispatch(self, outputs: int, defines: dict | None = None) -> Dispatch:
+        """Threadgroups and threadgroup size for ``outputs`` rows, as the header comment says."""
+        c = self.constants(defines)
+        return Dispatch((cdiv(outputs, c[self.rows]), 1, 1), (c[self.threadgroup], 1, 1))
+
+    def arguments(self, **values) -> list:
+        """The buffers in the kernel's order, by parameter name: arrays for pointers,
+        numbers for ``constant T&`` scalars (converted to the declared type)."""
+        out = []
+        for p in self.signature().buffers:
+            if p.name not in values:
+                raise BindError(f"{p.file}:{p.line}: no value for parameter '{p.type} {p.name}' of "
+                                f"{self.name} (given: {', '.join(values) or 'nothing'})")
+            value = values[p.name]
+            if not p.is_pointer and p.value_type in SCALAR_TYPES:
+                value = np.dtype(SCALAR_TYPES[p.value_type]).type(value)
+            out.append(value)
+        unknown = set(values) - {p.name for p in self.signature().buffers}
+        if unknown:
+            raise BindError(f"{self.name} has no parameter(s) {', '.join(sorted(unknown))}")
+        return out
+
+
+#: The matrix-vector kernels of the decode path (gemv.metal, qmv4.metal).
+MATVEC_KERNELS: dict[str, MatvecKernel] = {
+    k.name: k
+    for k in (
+        MatvecKernel("gemv", rows="ROWS_PER_THREADGROUP", threadgroup="THREADS"),
+        MatvecKernel("qmv4", rows="ROWS_PER_THREADGROUP", threadgroup="THREADS"),
     )
 }
 

@@ -88,10 +88,18 @@ def _in_ipython() -> bool:
 
 
 def show_figure(fig, alt: str, *, dpi: int = 110) -> None:
-    """Display ``fig`` (a ``matplotlib.figure.Figure``) with ``alt`` as its alt text."""
+    """Display ``fig`` (a ``matplotlib.figure.Figure``) with ``alt`` as its alt text.
+
+    In a notebook it is shown as two SVG images, for the site's light and dark schemes
+    (``gemmglossary.figures.matplotlib_schemes``: sized for the content column, text at
+    least 9.5 pt, chrome in each scheme's foreground); the site shows the one matching
+    the reader's scheme."""
+    from .figures.matplotlib_schemes import scheme_images
+
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
     png = buf.getvalue()
+    images = scheme_images(fig) if _in_ipython() else {}
     # A pyplot-managed figure would be shown a second time, without alt text.
     import matplotlib.pyplot as plt
 
@@ -109,9 +117,9 @@ def show_figure(fig, alt: str, *, dpi: int = 110) -> None:
 
     from IPython.display import display
 
-    b64 = base64.b64encode(png).decode("ascii")
-    tag = (
-        f'<img alt="{html.escape(alt, quote=True)}" title="{html.escape(alt, quote=True)}" '
-        f'src="data:image/png;base64,{b64}" style="max-width:100%">'
-    )
-    display({"text/html": tag, "text/plain": f"[figure] {alt}"}, raw=True)
+    text = html.escape(alt, quote=True)
+    tags = "".join(
+        f'<img alt="{text}" title="{text}" src="data:image/svg+xml;base64,'
+        f'{base64.b64encode(svg).decode("ascii")}#only-{scheme}" style="max-width:100%">'
+        for scheme, svg in images.items())
+    display({"text/html": tags, "text/plain": f"[figure] {alt}"}, raw=True)

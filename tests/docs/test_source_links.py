@@ -104,13 +104,15 @@ def get_coord(lane: int) -> tuple[int, int]:
     return (qid & 4) + (lane // 2) % 4, (qid & 2) * 2 + (lane % 2) * 2
 
 
-def test_lane_table_on_the_simdgroup_matrix_page_is_mlx_layout():
+def test_lane_map_on_the_simdgroup_matrix_page_is_mlx_layout():
+    """The page draws the lane map as a figure computed from MLX's get_coord (run on the
+    emulator, gemmglossary.figures.fragment); it must be the layout of mma.h."""
+    from gemmglossary.figures import fragment
+
     text = (REPO / "docs" / "glossary" / "simdgroup-matrix.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| \*\*(\d)\*\* \|(.*)\|$", text, re.M)
-    assert len(rows) == 8
-    table = {int(r): [int(v) for v in cells.split("|")] for r, cells in rows}
-    expected = {r: [None] * 8 for r in range(8)}
+    assert re.search(r"^\{\{figure fragment-lanes\b", text, re.M), "the page shows the lane map figure"
+    expected = [[None] * 8 for _ in range(8)]
     for lane in range(32):
         r, c = get_coord(lane)
         expected[r][c] = expected[r][c + 1] = lane
-    assert table == expected
+    assert fragment.mlx_lane_map().tolist() == expected

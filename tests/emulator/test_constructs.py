@@ -321,3 +321,26 @@ def test_overloaded_kernel_templates():
         assert k.max_total_threads_per_threadgroup == 1024 and k.parameters[0][2] == 1
         k(out, threads=2, threads_per_threadgroup=2)
         assert out.tolist() == [value, value]
+
+
+def test_threadgroup_elements_passed_to_templates(kernel):
+    x = (np.arange(16) * 7 % 11 + 3).astype(np.float32)
+    out = np.zeros(16 * 3, np.float32)
+    kernel("elements_to_templates")(x, out, threads=16, threads_per_threadgroup=16)
+    got = out.reshape(16, 3)
+    assert np.all(got[:, 0] == x.min())
+    assert np.all(got[:, 1] == 4), "a float element is 4 bytes wide, not the size of a proxy"
+    np.testing.assert_array_equal(got[:, 2], np.minimum(x, 50))
+
+
+def test_members_qualified_by_address_space(kernel):
+    out = np.zeros(3, np.float32)
+    kernel("address_space_members")(bytes(1), np.array([3.0], np.float32).tobytes(), out, threads=1,
+                                    threads_per_threadgroup=1)
+    assert out.tolist() == [1, 6, 8]
+
+
+def test_the_shims_names_stay_out_of_the_kernels_way(kernel):
+    out = np.zeros(1, np.float32)
+    kernel("common_names")(out, threads=1, threads_per_threadgroup=1)
+    assert out[0] == 17

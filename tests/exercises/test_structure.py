@@ -30,3 +30,12 @@ def test_comments_and_strings_do_not_count_as_braces():
 def test_barrier_calls_in_comments_are_not_barriers():
     src = "// threadgroup_barrier(mem_flags::mem_threadgroup);\nx = 1; threadgroup_barrier(mem_flags::mem_none);\n"
     assert structure.call_lines(src, "threadgroup_barrier") == [2]
+
+
+def test_outermost_block_is_the_function_a_line_is_in():
+    src = ("inline void stage(threadgroup float* t) {\n  t[0] = 1;\n}\n"
+           "kernel void k(threadgroup float* t) {\n  for (int i = 0; i < 2; ++i) {\n    stage(t);\n  }\n}\n")
+    helper, body = structure.outermost(src, 2), structure.outermost(src, 6)
+    assert (helper.open_line, helper.close_line) == (1, 3)
+    assert (body.open_line, body.close_line) == (4, 8)
+    assert structure.outermost(src, 9) is None

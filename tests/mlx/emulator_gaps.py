@@ -29,10 +29,10 @@ kernel void k(device int* out [[buffer(0)]], constant int& n [[buffer(1)]]) {
   out[0] = steps;
 }""", "k", None),
     "tg_nullptr": ("`cond ? nullptr : threadgroup_array` (gemv.h)", PRELUDE + """
-void f(threadgroup float* t, device float* o) { o[0] = t ? 1.0f : 2.0f; }
+void probe_use(threadgroup float* t, device float* o) { o[0] = t ? 1.0f : 2.0f; }
 template <int N> [[kernel]] void k(device float* o [[buffer(0)]]) {
   threadgroup float t[N == 0 ? 1 : N];
-  f(N == 0 ? nullptr : t, o);
+  probe_use(N == 0 ? nullptr : t, o);
 }
 template [[host_name("k")]] [[kernel]] decltype(k<4>) k<4>;""", "k", None),
     "quad": ("quad-group functions (quantized.h's qmv_quad_impl, compiled with every kernel)", PRELUDE + """
@@ -49,24 +49,24 @@ kernel void k(device float* o [[buffer(0)]], uint l [[thread_index_in_simdgroup]
 kernel void k(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) { o[i] = fast::exp(0.1f * float(i)); }""",
                  "k", "fast_exp"),
     "gtgt": ("a kernel template whose parameter list ends in `>>` (steel_gemm_splitk.h)", PRELUDE + """
-template <typename T, typename U> struct Id { static T apply(U x) { return T(x); } };
-template <typename A, typename O, typename E = Id<O, A>>
+template <typename T, typename U> struct ProbeCast { static T apply(U x) { return T(x); } };
+template <typename A, typename O, typename E = ProbeCast<O, A>>
 [[kernel]] void k(const device A* i [[buffer(0)]], device O* o [[buffer(1)]], uint g [[thread_position_in_grid]]) {
   o[g] = E::apply(i[g]);
 }
 template [[host_name("k")]] [[kernel]] decltype(k<float, float>) k<float, float>;""", "k", None),
     "atomic_traits": ("Metal's internal type traits used by MLX's atomic.h", PRELUDE + """
 #pragma METAL internals : enable
-template <typename T> constexpr constant bool native = _disjunction<is_same<T, int>, is_same<T, float>>::value;
+template <typename T> constexpr constant bool probe_native = _disjunction<is_same<T, int>, is_same<T, float>>::value;
 #pragma METAL internals : disable
-kernel void k(device int* o [[buffer(0)]]) { o[0] = native<float> ? 1 : 0; }""", "k", None),
+kernel void k(device int* o [[buffer(0)]]) { o[0] = probe_native<float> ? 1 : 0; }""", "k", None),
     "class_spec": ("an explicit specialization of a member operator() inside its class (reduction/ops.h)",
                    PRELUDE + """
-template <typename U> struct Op {
+template <typename U> struct ProbeSmaller {
   template <typename T> T operator()(T a, T b) thread { return a < b ? a : b; }
   template <> int operator()(int a, int b) thread { return a > b ? a : b; }
 };
-kernel void k(device float* o [[buffer(0)]]) { Op<float> op; o[0] = op(1.0f, 2.0f); }""", "k", None),
+kernel void k(device float* o [[buffer(0)]]) { ProbeSmaller<float> smaller; o[0] = smaller(1.0f, 2.0f); }""", "k", None),
     "bf16_mma": ("static_cast<float> of a bfloat threadgroup element (steel's mma.h)", PRELUDE + """
 kernel void k(device float* o [[buffer(0)]], uint l [[thread_position_in_threadgroup]]) {
   threadgroup bfloat t[4];
@@ -84,17 +84,17 @@ kernel void k(device float* o [[buffer(0)]], uint l [[thread_position_in_threadg
 }""", "k", None),
     "template_tg": ("a function template called with a threadgroup element and a value (reduction/ops.h ops in "
                     "reduce_col.h)", PRELUDE + """
-template <typename T> T pick(T a, T b) { return a < b ? a : b; }
+template <typename T> T probe_pick(T a, T b) { return a < b ? a : b; }
 kernel void k(device float* o [[buffer(0)]], uint l [[thread_position_in_threadgroup]]) {
   threadgroup float t[4];
   t[l] = l;
   threadgroup_barrier(mem_flags::mem_threadgroup);
-  o[l] = pick(0.5f, t[l]);
+  o[l] = probe_pick(0.5f, t[l]);
 }""", "k", None),
     "unbound": ("buffers left unbound, also a `constant int&` passed on but never read (MLX's host code)",
                 PRELUDE + """
-void f(device float* o, constant int& unused) { o[0] = 1; }
-kernel void k(device float* o [[buffer(0)]], constant int& unused [[buffer(1)]]) { f(o, unused); }""",
+void probe_store(device float* o, constant int& unused) { o[0] = 1; }
+kernel void k(device float* o [[buffer(0)]], constant int& unused [[buffer(1)]]) { probe_store(o, unused); }""",
                 "k", "unbound"),
     "overloads": ("two kernel templates with one name (steel_gemm_masked.h)", PRELUDE + """
 template <typename T, typename M, int N>
@@ -103,12 +103,12 @@ template <typename T, int N, bool B = false>
 [[kernel, max_total_threads_per_threadgroup(N * 32)]] void k(device T* o [[buffer(0)]]) { o[0] = -N; }
 template [[host_name("k")]] [[kernel]] decltype(k<float, bool, 3>) k<float, bool, 3>;""", "k", None),
     "address_space_methods": ("member functions qualified by an address space (gemv_masked.h's _NoMask)", PRELUDE + """
-struct S {
+struct ProbeMask {
   char x;
   operator bool() thread { return true; }
   operator bool() const device { return true; }
 };
-kernel void k(const device S* s [[buffer(0)]], device int* o [[buffer(1)]]) { o[0] = bool(s[0]) ? 1 : 0; }""",
+kernel void k(const device ProbeMask* s [[buffer(0)]], device int* o [[buffer(1)]]) { o[0] = bool(s[0]) ? 1 : 0; }""",
                               "k", None),
     "divergent_barrier": ("#10 §3: a barrier reached by part of a simdgroup, then simd_shuffle_down (gemv.h's gemv_t "
                           "at an edge)", PRELUDE + """

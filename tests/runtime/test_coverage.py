@@ -5,7 +5,8 @@ when it is in the GEMM table (gemmglossary.kernels), which
 test_load_kernel.py runs on every backend, or is nax_matmul.metal (Metal 4 only), which
 tests/emulator/test_tensor_ops.py runs; an MLX header counts when kernels/steel_gemm.metal
 or kernels/mlx_steel_gemm_nax.metal includes it (transitively, as the preprocessor answers,
-``#if`` honoured), which test_steel_gemm.py and test_nax_gemm.py run.
+``#if`` honoured), which test_steel_gemm.py and test_nax_gemm.py run, or by an
+instantiation file of :data:`MLX_FAMILY_TESTS`, which its family's test runs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ def quoted_files() -> set:
     return {(paths.project_root() / e["file"]).resolve() for e in lock["excerpts"]}
 
 
+#: MLX instantiation files (kernels/mlx_*.metal) and the test module that runs their kernels
+#: against numpy; each counts as executed with everything it includes.
+MLX_FAMILY_TESTS = {
+    "mlx_steel_splitk.metal": "tests/mlx/test_steel_splitk.py",
+    "mlx_gemv.metal": "tests/mlx/test_gemv.py",
+    "mlx_quantized.metal": "tests/mlx/test_quantized.py",
+    "mlx_reduce.metal": "tests/mlx/test_reduce.py",
+}
+
+
 def executed_files() -> set:
     executed = {spec.path.resolve() for spec in KERNELS.values()}
     executed.add((paths.kernels_dir() / "nax_matmul.metal").resolve())
@@ -32,6 +43,11 @@ def executed_files() -> set:
         source = family.source_path()
         executed.add(source.resolve())
         executed |= included_files(source, family.include_dirs())
+    for source, test in MLX_FAMILY_TESTS.items():
+        path = paths.kernels_dir() / source
+        assert (paths.project_root() / test).is_file(), f"{test} (which runs {source}) is missing"
+        executed.add(path.resolve())
+        executed |= included_files(path, mlx_steel.include_dirs())
     executed |= {p.resolve() for e in all_exercises() for p in e.kernel_files}
     return executed
 

@@ -34,6 +34,8 @@ HOOK = ROOT / "docs" / ".hooks" / "snippets.py"
 EXPECTED = {
     "cooperative_load", "register_blocking", "simdgroup_matrix", "barriers",
     "epilogue_fusion", "max_total_threads", "tiled_gemm", "tiled_to_simdgroup", "neural_accelerators",
+    "gemv", "quantized_matmul", "simdgroup_reductions",
+    "double_buffering", "threadgroup_swizzle", "split_k", "half_precision", "how_mlx_picks",
 }
 
 
@@ -345,6 +347,8 @@ def test_tiny_site_build_fails_on_a_broken_snippet(tmp_path: Path):
 FIGURES = {
     "cooperative_load": 1, "register_blocking": 1, "simdgroup_matrix": 1, "barriers": 0,
     "epilogue_fusion": 1, "max_total_threads": 0, "tiled_gemm": 2, "tiled_to_simdgroup": 1,
+    "gemv": 1, "quantized_matmul": 1, "simdgroup_reductions": 1,
+    "double_buffering": 1, "threadgroup_swizzle": 1, "split_k": 1, "half_precision": 1, "how_mlx_picks": 1,
 }
 
 
@@ -411,6 +415,14 @@ PAGES = {
     "glossary/neural-accelerators.md": "neural_accelerators",
     "case-studies/tiled-gemm.md": "tiled_gemm",
     "case-studies/tiled-to-simdgroup.md": "tiled_to_simdgroup",
+    "glossary/gemv.md": "gemv",
+    "glossary/quantized-matmul.md": "quantized_matmul",
+    "glossary/simdgroup-reductions.md": "simdgroup_reductions",
+    "glossary/double-buffering.md": "double_buffering",
+    "glossary/threadgroup-swizzle.md": "threadgroup_swizzle",
+    "glossary/split-k.md": "split_k",
+    "glossary/half-precision.md": "half_precision",
+    "how-mlx-picks-a-gemm.md": "how_mlx_picks",
 }
 
 

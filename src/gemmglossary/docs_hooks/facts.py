@@ -31,8 +31,10 @@ from typing import Literal
 from markdown import Extension
 from markdown.preprocessors import Preprocessor
 
-from .. import vendor
+from .. import traffic, vendor
 from ..mlx import matmul as mm
+from ..mlx import affine
+from ..mlx import quantized as mq
 from .page import current_page
 
 #: A fact: ``{{fact`` NAME then ``key=value`` words, closed by ``}}`` on the same line.
@@ -213,6 +215,14 @@ CONSTANTS = {
     "gemv_wide_min_gen": lambda: str(mm.GEMV_WIDE_MIN_GENERATION),
     "gemv_wide_max_rows": lambda: str(mm.GEMV_WIDE_ROWS_PER_PASS * mm.GEMV_WIDE_MAX_PASSES),
     "tf32_default": lambda: "1" if mm.TF32_DEFAULT else "0",
+    "splitk_narrow": lambda: str(mm.SPLITK_NARROW),
+    "splitk_min_partitions": lambda: str(mm.SPLITK_MIN_PARTITIONS),
+    "splitk_max_partitions": lambda: str(mm.SPLITK_MAX_PARTITIONS),
+    "nax_splitk_ratio": lambda: str(mm.NAX_SPLITK_RATIO),
+    "nax_splitk_small": lambda: str(mm.NAX_SPLITK_SMALL),
+    "nax_splitk_small_ratio": lambda: str(mm.NAX_SPLITK_SMALL_RATIO),
+    "nax_swizzle_few_rows": lambda: str(mm.NAX_SWIZZLE_FEW_ROWS),
+    "nax_swizzle_scd": lambda: str(mm.NAX_SWIZZLE_SCD),
 }
 
 
@@ -234,6 +244,168 @@ def fact_pins(*, field: Literal["version", "count", "table"] = "version") -> str
     return "\n".join(rows)
 
 
+# ----------------------------------------------------------------------------- the decode path
+
+def number(x: float) -> str:
+    """A computed quantity for prose: whole numbers from 100 up with thousands separators,
+    smaller ones to three significant digits."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+GEMV_FIELDS = Literal["bm", "bn", "sm", "sn", "tm", "tn", "outputs", "threads", "simdgroups",
+                      "threadgroup", "threadgroups"]
+
+
+def fact_gemv(*, K: int, outputs: int, transpose: bool = False, field: GEMV_FIELDS = "outputs") -> str:
+    """``gemv_axbpy``'s block for a vector of ``K`` elements and ``outputs`` results: ``gemv``,
+    or ``gemv_t`` with ``transpose=true`` (:func:`gemmglossary.mlx.matmul.gemv_plan`)."""
+    mm._check_sizes(K=K, outputs=outputs)
+    g = mm.gemv_plan(K, outputs, transpose)
+    values = {"bm": g.bm, "bn": g.bn, "sm": g.sm, "sn": g.sn, "tm": g.tm, "tn": g.tn,
+              "outputs": g.outputs_per_threadgroup, "threads": 32 * g.bm * g.bn,
+              "simdgroups": g.bm * g.bn, "threadgroup": triple(g.threads_per_threadgroup),
+              "threadgroups": g.threadgroups[0]}
+    return str(values[field])
+
+
+def _quantized(call):
+    """A quantized-routing call, its ValueErrors reported as facts' errors."""
+    try:
+        return call()
+    except ValueError as exc:
+        raise mm.HostError(str(exc)) from None
+
+
+def _check_quantization(bits: int, group_size: int = 64) -> None:
+    if bits not in affine.BITS or group_size not in affine.GROUP_SIZES:
+        raise mm.HostError(f"bits must be {either(affine.BITS)} and group_size {either(affine.GROUP_SIZES)} "
+                           f"(MLX's affine mode), got bits={bits}, group_size={group_size}")
+
+
+def fact_qkernel(*, M: int, N: int, K: int, transpose: bool = True, bits: int = 4, group_size: int = 64,
+                 batch: int = 1, device: str = "g", gen: int = 13) -> str:
+    """The affine kernel ``QuantizedMatmul::eval_gpu`` runs for ``x @ Wᵀ`` (``transpose``) or
+    ``x @ W``, x with M rows (:func:`gemmglossary.mlx.quantized.choose_kernel`)."""
+    mm._check_sizes(M=M, N=N, K=K, batch=batch)
+    _check_quantization(bits, group_size)
+    return _quantized(lambda: mq.choose_kernel(mq.Problem(M, N, K, batch), transpose=transpose, bits=bits,
+                                               group_size=group_size, device=_device(device, gen)))
+
+
+def fact_qlimit(*, K: int, N: int, device: str = "g", gen: int = 13) -> str:
+    """From how many rows of x MLX leaves the matrix-vector kernels for ``x @ Wᵀ``
+    (``get_qmv_batch_limit``)."""
+    mm._check_sizes(K=K, N=N)
+    return str(mq.vector_limit(_device(device, gen), K, N))
+
+
+def fact_qlimits() -> str:
+    """A Markdown table of ``get_qmv_batch_limit``: the row count from which ``x @ Wᵀ`` takes a
+    matrix-matrix kernel, per generation range and device class, by the size of K and N."""
+    sizes = [(2048, 2048), (4096, 4096), (8192, 8192)]
+    cols = ["K, N ≤ 2048", "K, N ≤ 4096", "larger"]
+    rows = [("before 13", "g", 12), ("before 13", "d", 12), ("13 and 14", "g", 13), ("13 and 14", "d", 13),
+            ("15 and 16", "g", 15), ("15 and 16", "d", 15), ("17 and later", "g", 17), ("17 and later", "d", 17)]
+    out = ["| Generation | Device class | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
+    for label, letter, gen in rows:
+        d = mm.Device(letter, gen)
+        cls = "`d`" if letter == "d" else "`p`, `g`, `s`"
+        out.append(f"| {label} | {cls} | " + " | ".join(str(mq.vector_limit(d, K, N)) for K, N in sizes) + " |")
+    return "\n".join(out)
+
+
+def fact_qformat(*, bits: int = 4,
+                 field: Literal["pack_factor", "fast_block", "bits", "group_sizes"] = "pack_factor") -> str:
+    """MLX's affine format: weights per 32-bit pack (``pack_factor``), the K one ``qmv_fast``
+    step covers (``qmv_fast_k_alignment``), or the bit widths and group sizes
+    :mod:`gemmglossary.mlx.affine` restates (``bits``, ``group_sizes``)."""
+    if field == "bits":
+        return either(affine.BITS)
+    if field == "group_sizes":
+        return either(affine.GROUP_SIZES)
+    _check_quantization(bits)
+    return str(mq.pack_factor(bits) if field == "pack_factor" else mq.qmv_fast_block(bits))
+
+
+QUANTIZED_CONSTANTS = {
+    "qmv_rows": lambda: str(mq.QMV_ROWS),
+    "qmv_quad_k": lambda: either(mq.QMV_QUAD_K),
+    "qmv_wide_min_gen": lambda: str(mq.QMV_WIDE_MIN_GENERATION),
+    "qvm_matrix_rows": lambda: str(mq.QVM_MATRIX_ROWS),
+    "qvm_split_k": lambda: str(mq.QVM_SPLIT_K),
+    "qmm_nax_k": lambda: str(mq.QMM_NAX_K),
+}
+
+
+def fact_qconst(*, name: Literal[tuple(QUANTIZED_CONSTANTS)]) -> str:  # type: ignore[valid-type]
+    """A threshold of MLX's quantized routing, as gemmglossary.mlx.quantized.choose_kernel uses it."""
+    return QUANTIZED_CONSTANTS[name]()
+
+
+def fact_qurl(*, rule: str) -> str:
+    """Permalink to the lines of ``quantized.cpp`` (at the host commit) a routing rule follows."""
+    return _quantized(lambda: mq.rule_url(rule))
+
+
+TRAFFIC_FIELDS = Literal["flops", "bytes", "MiB", "flop_per_byte", "bytes_per_flop", "us", "gflops", "tflops"]
+
+
+def fact_traffic(*, op: Literal["gemv", "gemm", "qmv"], K: int, M: int = 0, N: int = 0, dtype: str = "float16",
+                 bits: int = 4, group_size: int = 64, field: TRAFFIC_FIELDS = "flop_per_byte") -> str:
+    """FLOPs and the fewest bytes of one product (:mod:`gemmglossary.traffic`): ``gemv`` (M × K
+    matrix), ``gemm`` (M × K times K × N) or ``qmv`` (quantized N × K); ``us`` is the time those
+    bytes take at the measured read bandwidth of ``traffic.MACHINE``, ``gflops``/``tflops`` the
+    FLOP rate that bandwidth allows (capped at its measured GEMM rate)."""
+    def build():
+        if op == "gemv":
+            return traffic.gemv(M, K, dtype)
+        if op == "gemm":
+            return traffic.gemm(M, N, K, dtype)
+        return traffic.qmv(N, K, bits, group_size, dtype)
+    t = _quantized(build)
+    values = {"flops": lambda: number(t.flops), "bytes": lambda: number(t.bytes),
+              "MiB": lambda: number(t.bytes / 2**20), "flop_per_byte": lambda: number(t.flop_per_byte),
+              "bytes_per_flop": lambda: number(t.bytes_per_flop), "us": lambda: number(t.seconds_at() * 1e6),
+              "gflops": lambda: number(t.flop_rate_at() / 1e9), "tflops": lambda: number(t.flop_rate_at() / 1e12)}
+    return values[field]()
+
+
+def fact_machine(*, field: Literal["name", "read_gbps", "gemm_tflops", "ridge", "read_url", "gemm_url"]) -> str:
+    """The measured figures the decode pages compare against (``traffic.MACHINE``, from m5-gemm)."""
+    m = traffic.MACHINE
+    return {"name": lambda: m.name, "read_gbps": lambda: f"{m.read_bytes_per_s / 1e9:g}",
+            "gemm_tflops": lambda: f"{m.gemm_flop_per_s / 1e12:g}", "ridge": lambda: number(m.ridge),
+            "read_url": lambda: m.read_url, "gemm_url": lambda: m.gemm_url}[field]()
+def fact_kernel_value(*, file: str, expr: str, define: str = "", unit: Literal["", "KiB"] = "") -> str:
+    """Integer arithmetic over the constants of a first-party kernel file (``kernels/FILE``),
+    as :mod:`gemmglossary.msl.declarations` reads them, built with the ``-D`` overrides of
+    ``define`` (``BK:32,TM:2``): ``expr=2*(BM*BK+BK*BN)*4`` is that kernel's tile bytes.
+    With ``unit=KiB`` the value, a number of bytes, is shown in KiB."""
+    from .. import paths
+    from ..msl import declarations
+    from ..msl.expressions import ExpressionError, evaluate as evaluate_expression
+
+    path = paths.kernels_dir() / file
+    if "/" in file or not file.endswith(".metal") or not path.is_file():
+        raise mm.HostError(f"file must name a kernel file in kernels/, got {file!r}")
+    defines: dict[str, int] = {}
+    for item in filter(None, define.split(",")):
+        name, sep, value = item.partition(":")
+        if not sep or not value.lstrip("-").isdigit():
+            raise mm.HostError(f"define must be NAME:VALUE[,NAME:VALUE...], got {item!r}")
+        defines[name] = int(value)
+    known = declarations.macro_defaults(path.read_text(encoding="utf-8"))
+    unknown = sorted(set(defines) - set(known))
+    if unknown:
+        raise mm.HostError(f"{file} has no -D constant {', '.join(unknown)}; it has {', '.join(known)}")
+    values = declarations.constants(path.read_text(encoding="utf-8"), defines).values
+    try:
+        n = evaluate_expression(expr, values)
+    except ExpressionError as exc:
+        raise mm.HostError(f"expr {expr!r} over the constants of {file}: {exc}") from None
+    return str(n) if unit == "" else f"{n / 1024:g}"
+
+
 #: Every fact a page may use, by name.
 FACTS = {
     "mlx.tile": fact_tile,
@@ -246,6 +418,16 @@ FACTS = {
     "mlx.host": fact_host,
     "mlx.const": fact_const,
     "mlx.pins": fact_pins,
+    "mlx.gemv": fact_gemv,
+    "mlx.qkernel": fact_qkernel,
+    "mlx.qlimit": fact_qlimit,
+    "mlx.qlimits": fact_qlimits,
+    "mlx.qformat": fact_qformat,
+    "mlx.qurl": fact_qurl,
+    "mlx.qconst": fact_qconst,
+    "traffic": fact_traffic,
+    "traffic.machine": fact_machine,
+    "kernel.value": fact_kernel_value,
 }
 
 

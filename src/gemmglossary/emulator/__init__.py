@@ -60,8 +60,11 @@ reached by part of a simdgroup or at different places), KernelTimeoutError (wher
 thread was), KernelCrash, CompileError (at the .metal line), LaunchError (e.g. more
 threads per threadgroup than ``max_total_threads_per_threadgroup`` or 1024), and
 PortabilityWarning for what Apple GPUs accept but the specification does not promise
-(threads returning before a barrier others wait at; reading threadgroup memory nobody
-wrote; out-of-bounds reads allowed by ``oob_reads="warn"``). Each carries what its
+(threads returning before a barrier others wait at; threadgroup memory ordered only by a
+barrier without mem_threadgroup; a barrier some lanes of a simdgroup branch around;
+reading threadgroup memory nobody wrote or an inactive lane's value; out-of-bounds reads
+allowed by ``oob_reads="warn"``), a PortabilityError in strict mode (``strict=True`` or
+``GEMMGLOSSARY_EMULATOR_STRICT=1``). Each carries what its
 message says as attributes (``site``, ``thread``, ``access``...; see errors.py). The
 C++/Python interface (launch and result structs, error and parameter kinds, op codes) is
 described once, in shim/mslemu_abi.h, and checked at load (abi.py); compiled kernels are
@@ -72,13 +75,14 @@ from __future__ import annotations
 
 from .build import stats as build_stats
 from .errors import (ArgumentTypeError, ArgumentValueError, BarrierError, CacheWarning, CompileError, DataRaceError, EmulatorError,
-                     KernelCrash, KernelTimeoutError, LaunchError, OutOfBoundsError, PortabilityWarning,
-                     SimdgroupDivergenceError)
+                     KernelCrash, KernelTimeoutError, LaunchError, OutOfBoundsError, PortabilityError,
+                     PortabilityWarning, SimdgroupDivergenceError)
 from .kernel import Kernel, load_kernel
+from .trace import Trace, TraceTruncated, Tracing
 
 __all__ = [
     "load_kernel", "Kernel", "EmulatorError", "CompileError", "DataRaceError", "BarrierError", "OutOfBoundsError",
     "SimdgroupDivergenceError", "KernelTimeoutError", "LaunchError", "ArgumentTypeError", "ArgumentValueError",
     "KernelCrash", "CacheWarning",
-    "PortabilityWarning", "build_stats",
+    "PortabilityWarning", "PortabilityError", "build_stats", "Trace", "Tracing", "TraceTruncated",
 ]

@@ -21,6 +21,7 @@ HEADER = Path(__file__).resolve().parent / "shim" / "mslemu_abi.h"
 
 # the C++ types the header may use in its field lists, and what ctypes calls them
 CTYPES = {
+    "uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16,
     "int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32, "int64_t": ctypes.c_int64, "uint64_t": ctypes.c_uint64,
     "double": ctypes.c_double, "char": ctypes.c_char, "void*": ctypes.c_void_p, "const char*": ctypes.c_char_p,
     "MslemuEntry": ctypes.c_void_p,
@@ -28,7 +29,9 @@ CTYPES = {
 
 # ctypes structure name -> the header's field-list macro
 STRUCTS = {"MslemuResult": "MSLEMU_RESULT_FIELDS", "MslemuLaunch": "MSLEMU_LAUNCH_FIELDS",
-           "ParamInfo": "MSLEMU_PARAM_INFO_FIELDS"}
+           "ParamInfo": "MSLEMU_PARAM_INFO_FIELDS", "TraceHeader": "MSLEMU_TRACE_HEADER_FIELDS",
+           "TraceEvent": "MSLEMU_TRACE_EVENT_FIELDS", "TraceSnapshotHead": "MSLEMU_TRACE_SNAPSHOT_FIELDS",
+           "TraceRegion": "MSLEMU_TRACE_REGION_FIELDS"}
 
 
 class AbiMismatch(EmulatorError):

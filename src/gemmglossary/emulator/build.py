@@ -90,8 +90,30 @@ def generated_dir() -> Path:
 
 
 def shim_include_dirs() -> list[Path]:
-    """The include directories a kernel translation unit is compiled with."""
-    return [SHIM_DIR, generated_dir()]
+    """The include directories a kernel translation unit is compiled with (the generated one
+    first: it holds the precompiled shim, which g++ looks for next to the header's name)."""
+    return [generated_dir(), SHIM_DIR]
+
+
+def precompiled_shim_flags(cxx: str, ver: str) -> list[str]:
+    """Flags that let a kernel compile use the shim precompiled (mslemu.h is most of what
+    every kernel.cpp parses), building it once per compiler and flags; [] if it cannot be
+    built (the compile then parses the header, with the same result)."""
+    clang = "clang" in ver
+    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(CXXFLAGS)).encode()).hexdigest()[:16]
+    # g++ finds <dir>/mslemu.h.gch/*.gch by itself and takes the one built with these flags
+    out = generated_dir() / (f"mslemu-{key}.pch" if clang else f"mslemu.h.gch/{key}.gch")
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.{os.getpid()}")
+        includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
+        r = subprocess.run([cxx, *CXXFLAGS, *includes, "-x", "c++-header", str(SHIM_DIR / "mslemu.h"), "-o", str(tmp)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            tmp.unlink(missing_ok=True)
+            return []
+        os.replace(tmp, out)
+    return ["-include-pch", str(out)] if clang else []
 
 
 def runtime_object() -> Path:
@@ -241,7 +263,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     rt = runtime_object()
     tmp = d / f".kernel.so.{os.getpid()}"
     includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
-    cmd = [cxx, *CXXFLAGS, "-shared", *includes, str(src), str(rt), "-o", str(tmp)]
+    cmd = [cxx, *CXXFLAGS, *precompiled_shim_flags(cxx, ver), "-shared", *includes, str(src), str(rt), "-o", str(tmp)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     stats["compiles"] += 1
     if r.returncode:

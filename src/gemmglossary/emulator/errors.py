@@ -5,7 +5,7 @@ so that programs need not parse the wording (every one is None when it does not 
 
 - ``threadgroup`` (x, y, z); ``thread``, a :class:`Thread`; ``site`` (file, line) of the
   current thread's access or call;
-- DataRaceError: ``memory`` (the threadgroup variable), ``element`` ("tile[0][1]"),
+- DataRaceError: ``memory`` (the threadgroup variable), ``element`` ("tile[0][1]", no quotes),
   ``access`` ("read" / "write"); ``other_thread``, ``other_site``, ``other_access``;
 - OutOfBoundsError: ``buffer``, ``index``, ``length`` (elements), ``element_size``,
   ``access`` ("read", "write", or "unknown" for elements over 32 KiB);
@@ -82,6 +82,10 @@ class KernelCrash(EmulatorError):
 
 class PortabilityWarning(_Facts, UserWarning):
     """Behaviour that works on Apple GPUs but that the Metal specification does not promise."""
+
+
+class PortabilityError(EmulatorError):
+    """A PortabilityWarning in strict mode (strict=True or $GEMMGLOSSARY_EMULATOR_STRICT)."""
 
 
 class ArgumentTypeError(LaunchError, TypeError):

@@ -12,10 +12,11 @@ import numpy as np
 
 from . import build as _build
 from .abi import abi
+from . import trace as _trace
 from . import workers as _workers
 from .binding import Blob, bind_buffers
 from .errors import (BarrierError, CompileError, DataRaceError, EmulatorError, KernelCrash, KernelTimeoutError,
-                     LaunchError, OutOfBoundsError, PortabilityWarning, SimdgroupDivergenceError, parse_facts,
+                     LaunchError, OutOfBoundsError, PortabilityError, PortabilityWarning, SimdgroupDivergenceError, parse_facts,
                      with_facts)
 from .symbolize import Symbolizer
 
@@ -110,6 +111,7 @@ class Kernel:
         self._lib = lib
         self._params = meta["params"]
         self._bparams = None
+        self.last_trace = None  # the Trace of the last launch that asked for one
         self._symbolizer = Symbolizer(so, f"kernel '{name}' ({meta.get('file', filename)}:{meta.get('line', '?')})")
 
     @property
@@ -131,8 +133,12 @@ class Kernel:
     # ------------------------------------------------------------------ launch
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
                  threadgroup_memory=None, schedule="lockstep", timeout=60.0, race_check=True,
-                 oob_reads="error", workers=None):
+                 oob_reads="error", workers=None, strict=None, trace=None):
         """Launch the kernel.
+
+        trace: True or a ``Tracing(...)`` records what every thread did at its barriers and
+        simd-group functions (see emulator/trace.py); the launch then returns the Trace and
+        keeps it as ``last_trace``, which a failed launch sets too.
 
         A buffer parameter may be left unbound (an index missing from the dict, or None), as
         MLX's host code leaves buffers a kernel does not read; accessing one is an
@@ -143,24 +149,35 @@ class Kernel:
         kernels read past the edge and discard the values) while any out-of-bounds write
         is still an OutOfBoundsError.
 
+        strict: True turns every PortabilityWarning (what Apple GPUs do but the specification
+        does not promise) into a PortabilityError, raised before any output is written back;
+        None (default) reads $GEMMGLOSSARY_EMULATOR_STRICT (1, true or yes: strict).
+
         workers: how many processes share the threadgroups (default: $GEMMGLOSSARY_EMULATOR_WORKERS,
         else up to 2 CPUs). Results and diagnostics do not depend on it: each threadgroup
         runs whole in one process, and the error of the lowest-numbered threadgroup is reported.
         """
         ntg, grid, tptg, dispatch_threads = self._geometry(threads, threadgroups, threads_per_threadgroup)
+        tracing = _trace.request(trace)
         if 0 in grid:
             return
         blobs = bind_buffers(self.name, self._buffer_params(), buffers)
         tgm = self._threadgroup_memory(threadgroup_memory)
         options = _options(schedule, timeout, race_check, oob_reads, workers, ntg)
-        region = _LaunchRegion(blobs, options["workers"])
+        plan = _trace.TracePlan(tracing, ntg, tptg, race_check) if tracing else None
+        region = _LaunchRegion(blobs, options["workers"], plan.nbytes if plan else 0)
         try:
             launch = region.fill(self._entry, self.meta["id"], ntg, grid, tptg, dispatch_threads, tgm, options)
+            if plan:
+                launch.trace_offset = plan.install(region.shm.mm, region.extra_at)
             report = self._execute(launch, region, options)
-            self._report(report, oob_reads)
+            if plan:
+                self.last_trace = plan.read(region.shm.mm, self._lib)
+            self._report(report, oob_reads, _strict(strict))
             region.write_back(self.name)
         finally:
             region.close()
+        return self.last_trace if plan else None
 
     def _execute(self, launch, region: "_LaunchRegion", options: dict) -> dict:
         """Run the launch in worker processes (or, for debugging, here); the merged report."""
@@ -214,16 +231,22 @@ class Kernel:
                 tgm[p["index"]] = _count(n, f"threadgroup_memory[{p['index']}]")
         return tgm
 
-    def _report(self, report: dict, oob_reads: str) -> None:
-        """Warnings for what the specification does not promise; the error, if the run failed."""
+    def _report(self, report: dict, oob_reads: str, strict: bool = False) -> None:
+        """Warnings for what the specification does not promise (in strict mode the first one
+        is a PortabilityError); the error, if the run failed."""
         ok = report["status"] == 0
         prefix = f"kernel '{self.name}': "
-        for warning in filter(None, report["warn_msg"].split(RECORD_SEPARATOR)):
-            self._warn(prefix, warning)
+        notes = [(prefix, w) for w in filter(None, report["warn_msg"].split(RECORD_SEPARATOR))]
         if report["uninit_msg"] and ok:
-            self._warn(prefix, report["uninit_msg"])
+            notes.append((prefix, report["uninit_msg"]))
         if report["oob_msg"] and ok:
-            self._warn(prefix + "read outside a buffer (the reads returned 0): out-of-bounds read of ", report["oob_msg"])
+            notes.append((prefix + "read outside a buffer (the reads returned 0): out-of-bounds read of ",
+                          report["oob_msg"]))
+        if notes and ok and strict:
+            text, facts = self._decode(notes[0][1])
+            raise with_facts(PortabilityError(f"{notes[0][0]}(strict mode) {text}"), facts, self._symbolizer)
+        for note_prefix, raw in notes:
+            self._warn(note_prefix, raw)
         if not ok:
             text, facts = self._decode(report["msg"])
             cls = {abi()[k]: c for k, c in _ERROR_CLASSES.items()}.get(report["status"], EmulatorError)
@@ -243,12 +266,19 @@ class Kernel:
         warnings.warn(with_facts(PortabilityWarning(prefix + text), facts, self._symbolizer), stacklevel=4)
 
 
+def _strict(strict) -> bool:
+    """strict=, else $GEMMGLOSSARY_EMULATOR_STRICT."""
+    if strict is None:
+        return os.environ.get("GEMMGLOSSARY_EMULATOR_STRICT", "").strip().lower() in ("1", "true", "yes")
+    return bool(strict)
+
+
 class _LaunchRegion:
     """The launch struct, one result per worker, the buffer names and the buffers, in one
     region shared with the worker processes. Outputs are copied back only after a
     successful launch (no half-written outputs)."""
 
-    def __init__(self, blobs: list[Blob], workers: int):
+    def __init__(self, blobs: list[Blob], workers: int, extra: int = 0):
         a = abi()
         self.blobs = blobs
         self.workers = workers
@@ -265,7 +295,8 @@ class _LaunchRegion:
             off = _align(off)
             self.buffers_at.append(off)
             off += len(b.data or b"") + 64
-        self.shm = _workers.Region(_align(off))
+        self.extra_at = _align(off)  # `extra` bytes for the trace, if one was asked for
+        self.shm = _workers.Region(_align(self.extra_at + extra))
 
     def results(self) -> list:
         result_t = abi().structs["MslemuResult"]

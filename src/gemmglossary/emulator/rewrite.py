@@ -91,7 +91,8 @@ class Rewritten:
 def _blank(toks: list[Tok], a: int, b: int, repl: str = "") -> None:
     """Replace tokens a..b (inclusive) by repl, keeping their newlines."""
     nls = sum(toks[k].text.count("\n") for k in range(a, b + 1))
-    toks[a] = Tok("id", repl + "\n" * nls, toks[a].line, toks[a].file)
+    # what is blanked to whitespace reads as whitespace to the later passes
+    toks[a] = Tok("id" if repl.strip() else "ws", repl + "\n" * nls, toks[a].line, toks[a].file)
     for k in range(a + 1, b + 1):
         toks[k] = Tok("ws", "", toks[k].line, toks[k].file)
 
@@ -181,7 +182,7 @@ class Rewriter:
         self.out = Rewritten("")
         self.template_kernels: dict[str, list[KernelDecl]] = {}  # by name: overloads differ in their template parameters
         self.kernel_list: list[KernelDecl] = []
-        self.auto_copies: list[tuple[int, int]] = []  # (first, last) token of an initializer to copy
+        self.value_wraps: list[tuple[int, int]] = []  # (first, last) token of an expression to take by value
 
     def err(self, t: Tok, msg: str) -> CompileError:
         return CompileError(f"{t.file}:{t.line}: error: {msg}")
@@ -189,11 +190,11 @@ class Rewriter:
     # ------------------------------------------------------------------ passes
     def run(self) -> Rewritten:
         toks = self.toks
-        shim_done = False
+        shim_needed = False
         for i, t in enumerate(toks):
             if t.kind == "pp" and re.match(r"#\s*pragma\s+mslemu_shim\b", t.text):
-                t.text = "" if shim_done else '#include "mslemu.h"'
-                shim_done = True
+                t.text = ""
+                shim_needed = True
             elif t.kind == "pp" and re.match(r"#\s*pragma\s+(clang|unroll)", t.text):
                 t.text = ""
         self.pass_asm_intrinsics()
@@ -201,11 +202,13 @@ class Rewriter:
         self.pass_kernels()
         self.pass_member_specializations()
         self.pass_auto_copies()
+        self.pass_call_arguments()
         self.pass_address_spaces()
         self.pass_dedupe()
         self.pass_cleanup()
-        self.apply_auto_copies()
-        text = join(toks)
+        self.apply_value_wraps()
+        # the shim first, before any token, so that the compiler can use it precompiled (build.py)
+        text = ('#include "mslemu.h"\n' if shim_needed else "") + join(toks)
         text += self.entries()
         self.out.text = text
         self.out.all_names = self.all_names
@@ -324,10 +327,75 @@ class Rewriter:
             last = _prev_sig(toks, k - 1)
             if k >= n or toks[k].text != ";" or toks[last].text == ")" or last == first:
                 continue
-            self.auto_copies.append((first, last))
+            self.value_wraps.append((first, last))
 
-    def apply_auto_copies(self) -> None:
-        for first, last in self.auto_copies:
+    def pass_call_arguments(self) -> None:
+        """A threadgroup element passed to a function (`op(total, shared[i])`, `simd_reduce(v[k])`)
+        is a value in Metal; the emulator's proxy would make a template deduce the proxy's type
+        (a conflict with float, or worse, a wrong overload picked by sizeof). Arguments that
+        are a subscript chain (`a[i]`, `a[i][j].x`, `p->v[k]`, `*p`) are wrapped in decay_val,
+        which leaves device and thread elements as they are (lvalues) and turns a proxy into
+        its value."""
+        toks = self.toks
+        n = len(toks)
+        for lp, t in enumerate(toks):
+            if t.text != "(" or t.kind != "punct":
+                continue
+            pv = _prev_sig(toks, lp - 1)
+            if pv < 0:
+                continue
+            before = toks[pv]
+            if before.kind == "id":
+                if before.text in ("decltype", "sizeof", "alignof", "alignas", "__attribute__", "asm", "__asm",
+                                   "__asm__", "static_assert", "operator"):
+                    continue
+            elif before.text not in (">", ">>", "]", ")"):
+                continue
+            rp = _match(toks, lp)
+            start = lp + 1
+            k = start
+            while k <= rp:
+                x = toks[k].text
+                if x in ("(", "[", "{") and toks[k].kind == "punct":
+                    k = _match(toks, k) + 1
+                    continue
+                if (x == "," and toks[k].kind == "punct") or k == rp:
+                    self._wrap_if_element(start, k - 1)
+                    start = k + 1
+                k += 1
+
+    def _wrap_if_element(self, a: int, b: int) -> None:
+        """Record tokens a..b for decay_val if they form `[*]name(.name|->name|[...])*` with a
+        subscript or a dereference in it."""
+        toks = self.toks
+        sig = [k for k in range(a, b + 1) if toks[k].kind not in ("ws", "nl", "comment")]
+        if not sig:
+            return
+        k = 0
+        deref = toks[sig[0]].text == "*"
+        if deref:
+            k = 1
+        if k >= len(sig) or toks[sig[k]].kind != "id" or toks[sig[k]].text in BUILTIN_TYPE_WORDS:
+            return
+        k += 1
+        subscript = False
+        while k < len(sig):
+            x = toks[sig[k]].text
+            if x == "[":
+                close = _match(toks, sig[k])
+                subscript = True
+                while k < len(sig) and sig[k] <= close:
+                    k += 1
+                continue
+            if x in (".", "->", "::") and k + 1 < len(sig) and toks[sig[k + 1]].kind == "id":
+                k += 2
+                continue
+            return  # anything else (an operator, a call): not a plain element
+        if subscript or deref:
+            self.value_wraps.append((sig[0], sig[-1]))
+
+    def apply_value_wraps(self) -> None:
+        for first, last in self.value_wraps:
             self.toks[first].text = "::mslemu::decay_val(" + self.toks[first].text
             self.toks[last].text = self.toks[last].text + ")"
 
@@ -644,20 +712,41 @@ class Rewriter:
                 if pv >= 0 and toks[pv].text in (".", "->", "::"):
                     i += 1
                     continue
-                if nx < n and toks[nx].text in ("(", "=", ";", ")", ",", "[", "."):
-                    i += 1
-                    continue
                 if pv >= 0 and (toks[pv].text == ")" or (toks[pv].text == "const" and toks[_prev_sig(toks, pv - 1)].text == ")")):
-                    # a member function qualified by address space: `f() thread`, `f() const device`
-                    if t.text == "thread":
+                    # a member function qualified by address space: `f() thread`, `f() const device`.
+                    # Every object of the emulator lives in thread memory, so the qualifier goes;
+                    # definitions that become identical are dropped by pass_dedupe (MLX defines
+                    # `operator bool() const threadgroup/device/constant` alike), a declaration
+                    # without a body for another space is dropped here.
+                    if t.text == "thread" or self._member_has_body(i):
                         _blank(toks, i, i, " ")
                         i += 1
                     else:
                         i = self.drop_member(i)
                     continue
+                if nx < n and toks[nx].text in ("(", "=", ";", ")", ",", "[", "."):
+                    i += 1
+                    continue
                 i = self.rewrite_as(i)
                 continue
             i += 1
+
+    def _member_has_body(self, i: int) -> bool:
+        """Whether the member function whose qualifier is at i is defined here (a `{` comes
+        before the `;`, past any mem-initializers)."""
+        toks = self.toks
+        k = i + 1
+        while k < len(toks):
+            x = toks[k].text
+            if x in ("(", "["):
+                k = _match(toks, k) + 1
+                continue
+            if x == ";":
+                return False
+            if x == "{":
+                return True
+            k += 1
+        return False
 
     def drop_member(self, i: int) -> int:
         """Remove a member function qualified for device/threadgroup/constant objects: the
@@ -752,6 +841,10 @@ class Rewriter:
             j = _sig(toks, j + 1)
         nxt = toks[j].text
         cq = "const " if (const or asid == 2) else ""
+        if nxt in (",", ">", ">>"):
+            # a template argument (`pair<threadgroup float, int>`): types carry no address space here
+            _blank(toks, start, j - 1, f"{cq}{typ} ")
+            return j
         if typ == "auto" and nxt in ("*", "&"):
             _blank(toks, start, j, "auto " if nxt == "*" else ("const auto& " if (const or asid == 2) else "auto& "))
             return j + 1

@@ -189,6 +189,8 @@ def of(diagnostic) -> Facts:
                           ("other_access", str), ("memory", str), ("element", str), ("index", int),
                           ("length", int)):
         value = getattr(diagnostic, name, None)
+        if name == "element" and isinstance(value, str):
+            value = value.strip("'")  # the emulator's element is quoted as its message shows it
         if value is not None:
             converted = convert(value)
             if converted is not None:

@@ -135,7 +135,17 @@ def race(f: facts_mod.Facts, source: Source, diagnostic) -> Problem:
     lines_of = {f.other_access: before, f.access: now}
     wl, rl = lines_of.get("write", now), lines_of.get("read", before)
     at = structure.placement("\n".join(source.lines), lo, hi)
-    if now == before:
+    text = "\n".join(source.lines)
+    if now != before and structure.outermost(text, now) != structure.outermost(text, before):
+        # The two lines are in different functions (one is called from the other's body): the
+        # lines between them say nothing about the order they run in, nor do barriers there.
+        hazard = "accesses in two functions"
+        hint = (f"Hint: line {lo} and line {hi} are in different functions, so what stands between them in "
+                f"the file says nothing about the order they run in. Follow the call: no {BARRIER} that every "
+                f"thread reaches runs between the write at line {wl} and the read at line {rl}. Either one is "
+                "missing there, or the two accesses should not touch the same memory (a write into a tile, or "
+                "a copy of it, that another thread is still reading?).")
+    elif now == before:
         hazard, hint = "two threads, one element", (
             f"Hint: both accesses are at line {now}: two threads use the same element where each should have "
             f"its own. A barrier cannot fix this; check the index at line {now} (does it depend on the thread's "

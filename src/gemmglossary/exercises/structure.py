@@ -67,6 +67,12 @@ def _head(code, brace: int) -> tuple[int, str | None]:
     return code[brace].line, None
 
 
+def outermost(source: str, line: int) -> Block | None:
+    """The outermost block holding ``line``: for code, the body of the function it is in."""
+    around = [b for b in blocks(source) if b.holds(line)]
+    return max(around, key=lambda b: b.close_line - b.open_line) if around else None
+
+
 def call_lines(source: str, name: str) -> list[int]:
     """Lines where ``name(`` is called in code (a call in a comment or a string is not one)."""
     toks = tokenize(source)

@@ -85,6 +85,14 @@ LARGE_MATMUL = 1 << 20          # GEMM_TPARAM_MACRO: batch·M·N from which a "l
 SPLITK_MAX_TILES = 1024         # split-K: at most this many 16×16 tiles of C ...
 SPLITK_MAX_TILES_SD = 2048      # ... or this many on classes s and d
 SPLITK_MIN_K_STEPS = 8          # ... and K // 16 at least this
+SPLITK_NARROW = 40              # split-K tiles: 16 rows (columns) when M (N) is below this, else 32
+SPLITK_MIN_PARTITIONS = 2       # split-K partitions: a power of two at least this ...
+SPLITK_MAX_PARTITIONS = 32      # ... and at most this
+NAX_SPLITK_RATIO = 3            # NAX split-K: K at least this times max(M, N) ...
+NAX_SPLITK_SMALL = 1024         # ... or, when max(M, N) is at most this,
+NAX_SPLITK_SMALL_RATIO = 2      # ... K more than this times max(M, N)
+NAX_SWIZZLE_FEW_ROWS = 3        # NAX swizzle_log: 0 for at most this many tile rows, else 1
+NAX_SWIZZLE_SCD = 2             # ... and this on classes s, c and d
 NAX_MIN_GENERATION = 17         # is_nax_available(): generation at least this ...
 NAX_MIN_GENERATION_P = 18       # ... or this for class p
 GEMV_WIDE_MIN_GENERATION = 15   # gemv_wide_config: "pre-M3 generations" keep the old kernels
@@ -259,7 +267,7 @@ def regular_swizzle_log(tiles_m: int, device: Device | None = None) -> int:
 
 def nax_swizzle_log(tiles_m: int, device: Device) -> int:
     """The NAX kernel's: 0 for at most 3 tile rows, else 1; 2 on classes ``s``, ``c``, ``d``."""
-    return 2 if device.letter in "scd" else (0 if tiles_m <= 3 else 1)
+    return NAX_SWIZZLE_SCD if device.letter in "scd" else (0 if tiles_m <= NAX_SWIZZLE_FEW_ROWS else 1)
 
 
 def fused_grid(M: int, N: int, batch: int, config: TileConfig | tuple,
@@ -332,8 +340,8 @@ def splitk_plan(M: int, N: int, K: int) -> SplitK:
     """``steel_gemm_splitk_axpby``: 16- or 32-wide tiles, a power-of-two number of
     partitions between 2 and 32 that grows with K and shrinks with M·N."""
     tm32, tn32, tk = cdiv(M, 32), cdiv(N, 32), K // 16
-    config = TileConfig(16 if M < 40 else 32, 16 if N < 40 else 32, 16, 2, 2)
-    partitions = min(max(2, next_power_of_2(tk // (tm32 * tn32))), 32)
+    config = TileConfig(16 if M < SPLITK_NARROW else 32, 16 if N < SPLITK_NARROW else 32, 16, 2, 2)
+    partitions = min(max(SPLITK_MIN_PARTITIONS, next_power_of_2(tk // (tm32 * tn32))), SPLITK_MAX_PARTITIONS)
     k_iterations = (K // config.bk) // partitions
     tn, tm = cdiv(N, config.bn), cdiv(M, config.bm)
     return SplitK(config, partitions, k_iterations * config.bk, k_iterations, 0,
@@ -357,7 +365,7 @@ def nax_splitk_plan(M: int, N: int, K: int) -> SplitK:
     cfg = TileConfig(*config, fragment=16)
     partitions = cdiv(K, size)
     tn, tm = cdiv(N, cfg.bn), cdiv(M, cfg.bm)
-    swizzle = 0 if tm <= 3 else 1
+    swizzle = 0 if tm <= NAX_SWIZZLE_FEW_ROWS else 1
     tile = 1 << swizzle
     grid = (tn * tile * cdiv(tm, tile) * partitions, 1, 1)
     return SplitK(cfg, partitions, size, size // cfg.bk, swizzle, grid,
@@ -498,7 +506,8 @@ def takes_nax_splitk(M: int, N: int, K: int, batch: int, nax: bool) -> bool:
     """Case 2: NAX, one matrix, and K at least 3·max(M, N), or more than 2·max(M, N)
     when max(M, N) ≤ 1024."""
     big = max(M, N)
-    return nax and batch == 1 and (K >= 3 * big or (big <= 1024 and K > 2 * big))
+    return nax and batch == 1 and (K >= NAX_SPLITK_RATIO * big
+                                   or (big <= NAX_SPLITK_SMALL and K > NAX_SPLITK_SMALL_RATIO * big))
 
 
 def route(p: Problem, device: Device, tf32: bool = TF32_DEFAULT) -> Route:

@@ -41,10 +41,43 @@ import numpy as np
 
 from .affine import Quantized
 from .launch import DEFAULT_DEVICE, Launch, Plan, type_string
-from .matmul import Device
+from .matmul import Device, source_url
 from .layout import broadcast_to, buffer_view, element_strides, is_row_contiguous
 
 SOURCE = "mlx_quantized.metal"
+
+#: The host file the rules restate, at the commit :mod:`.matmul` names (MLX_HOST_COMMIT).
+HOST_PATH = "mlx/backend/metal/quantized.cpp"
+#: Lines of :data:`HOST_PATH` at that commit that each rule follows.
+LINES = {
+    "batch_limit": (85, 145),       # get_qmv_batch_limit: vector_limit
+    "fast_alignment": (147, 149),   # qmv_fast_k_alignment: qmv_fast_block
+    "qmv_quad": (403, 459),
+    "qmv": (461, 535),              # qmv_fast or qmv, the grid and buffers
+    "qmv_fast_gate": (484, 484),
+    "qmv_wide_gate": (537, 540),    # use_qmv_wide: affine from generation 15
+    "qvm": (748, 812),
+    "qmm_nax_gate": (1039, 1042),
+    "qmm_splitk": (1120, 1155),     # the split and its fallback to qmm
+    "dispatch_qmv": (1739, 1780),   # qmv_quad, qmv_wide, qmv
+    "route": (1782, 1875),          # QuantizedMatmul::eval_gpu
+}
+
+
+# Thresholds of the routing, each used by choose_kernel (and the grid of plan).
+QMV_ROWS = 8             # qmv()'s bn: outputs per threadgroup; qmv_fast needs N a multiple of it
+QMV_QUAD_K = (64, 128)   # dispatch_qmv: qmv_quad for these K (and a power-of-two bit width)
+QMV_WIDE_MIN_GENERATION = 15  # use_qmv_wide: affine qmv_wide from this generation
+QVM_MATRIX_ROWS = 4      # x @ W: qmm_n from this many rows of x (eval_gpu's vector_limit)
+QVM_SPLIT_K = 1024       # x @ W: qvm_split_k from this K
+QMM_NAX_K = 64           # qmm: qmm_nax when K is a multiple of this
+
+
+def rule_url(rule: str) -> str:
+    """Permalink to the lines of quantized.cpp a named rule follows."""
+    if rule not in LINES:
+        raise ValueError(f"rule must be one of {', '.join(LINES)}, got {rule!r}")
+    return source_url(*LINES[rule], path=HOST_PATH)
 #: Kernels ``choose_kernel`` can name that ``plan`` does not dispatch, and why.
 NOT_PLANNED = {
     "qmv_quad": "one quadgroup per output row; not among the kernels planned here",
@@ -108,21 +141,21 @@ def choose_kernel(problem: Problem, *, transpose: bool, bits: int, group_size: i
     qmm_t, qmm_t_splitk, qmm_t_nax or qmm_n. (With MLX_ENABLE_TF32=0, not modelled, float32
     would skip the NAX kernel.)"""
     M, N, K = problem.M, problem.N, problem.K
-    limit = vector_limit(device, K, N) if transpose else 4
+    limit = vector_limit(device, K, N) if transpose else QVM_MATRIX_ROWS
     if M >= limit:
         if transpose and problem.batch == 1 and _qmm_split(M, N, K, group_size) > 1:
             return "qmm_t_splitk"
         # MLX_ENABLE_TF32 defaults to on, so float32 takes the NAX kernel too
         if transpose:
-            return "qmm_t_nax" if device.nax_available and K % 64 == 0 else "qmm_t"
+            return "qmm_t_nax" if device.nax_available and K % QMM_NAX_K == 0 else "qmm_t"
         return "qmm_n"
     if transpose:
-        if K in (64, 128) and bits & (bits - 1) == 0:
+        if K in QMV_QUAD_K and bits & (bits - 1) == 0:
             return "qmv_quad"
-        if M >= 2 and device.generation >= 15:
+        if M >= 2 and device.generation >= QMV_WIDE_MIN_GENERATION:
             return "qmv_wide"
-        return "qmv_fast" if N % 8 == 0 and K % qmv_fast_block(bits) == 0 else "qmv"
-    return "qvm" if K < 1024 else "qvm_split_k"
+        return "qmv_fast" if N % QMV_ROWS == 0 and K % qmv_fast_block(bits) == 0 else "qmv"
+    return "qvm" if K < QVM_SPLIT_K else "qvm_split_k"
 
 
 def _row_contiguous_matrix(x: np.ndarray) -> np.ndarray:
@@ -186,7 +219,7 @@ def plan(x: np.ndarray, w: Quantized, *, transpose: bool = True, device: Device 
         name += f"_alN_{'true' if N % 32 == 0 else 'false'}"
     name += f"_batch_{int(batched)}"
     if kernel in ("qmv_fast", "qmv"):
-        threads, grid = (32, 2, 1), (M, -(-N // 8), B)
+        threads, grid = (32, 2, 1), (M, -(-N // QMV_ROWS), B)
     elif kernel == "qvm":
         threads, grid = (32, 2, 1), (M, -(-N // (min(w.group_size, 32) * 2)), B)
     else:  # qmm_t, qmm_n: 32 × 32 output tiles, 2 × 2 simdgroups

@@ -283,7 +283,8 @@ def _col_reduce(x, out, storage, op, p, axes):
         outer = 128 if total >= 32768 else 32
         partial = np.zeros((outer, *out.shape), dtype=x.dtype)
         first = Launch(SOURCE, _name("col_reduce_longcolumn", op, x.dtype, n, large=large),
-                       {0: buffer_view(x), 1: partial.reshape(-1), **args, 11: _u64(out.size)},
+                       {0: buffer_view(x), 1: partial.reshape(-1), **args, 3: _u64(stride),  # size_t here, int64_t elsewhere
+                        11: _u64(out.size)},
                        (stride, min(32, -(-total // outer)), 1), threadgroups=(gx, gy, outer))
         return [first, _second_pass(partial, storage, op, outer, out.size)]
     if total > 256 and out.size // 32 < 1024:

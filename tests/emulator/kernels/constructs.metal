@@ -257,3 +257,58 @@ kernel void vector_store_race(device float* out [[buffer(0)]],
   if (t == 0) reinterpret_cast<threadgroup float4*>(tile)[1] = float4(1.0f);
   if (t == 1) out[0] = tile[5];
 }
+
+// threadgroup elements passed to templates deduce their value type (MLX's reductions:
+// `op(total, shared_vals[i])`, and simd_reduce overloads chosen by sizeof(T))
+struct MinOp {
+  template <typename T> T operator()(T a, T b) thread { return a < b ? a : b; }
+};
+template <typename T, enable_if_t<sizeof(T) < 8, bool> = true> float width_of(T) { return 4.0f; }
+template <typename T, enable_if_t<sizeof(T) == 8, bool> = true> float width_of(T) { return 8.0f; }
+kernel void elements_to_templates(device const float* in [[buffer(0)]],
+                                  device float* out [[buffer(1)]],
+                                  uint t [[thread_index_in_threadgroup]]) {
+  threadgroup float shared_vals[16];
+  shared_vals[t] = in[t];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  MinOp op;
+  float total = 100.0f;
+  for (int i = 0; i < 16; ++i) total = op(total, shared_vals[i]);
+  threadgroup float* p = shared_vals + t;
+  out[t * 3 + 0] = total;
+  out[t * 3 + 1] = width_of(shared_vals[t]);
+  out[t * 3 + 2] = op(*p, 50.0f);
+}
+
+// member functions qualified by address space (MLX's _NoMask, complex_t), and an address
+// space inside a template argument list
+struct NoMask {
+  char unused;
+  constexpr METAL_FUNC operator bool() thread { return true; }
+  constexpr METAL_FUNC operator bool() const thread { return true; }
+  constexpr METAL_FUNC operator bool() const threadgroup { return true; }
+  constexpr METAL_FUNC operator bool() const device { return true; }
+  constexpr METAL_FUNC operator bool() const constant { return true; }
+};
+struct Scaled {
+  float a;
+  float get() const device;
+  float get() const thread { return a * 2.0f; }
+};
+template <class T, class U> struct pair_of { T a; U b; };
+kernel void address_space_members(const device NoMask* m [[buffer(0)]],
+                                  const device Scaled* s [[buffer(1)]],
+                                  device float* out [[buffer(2)]]) {
+  out[0] = bool(m[0]) ? 1.0f : 0.0f;
+  out[1] = s[0].get();
+  using tg_pair = pair_of<threadgroup float, int>;
+  out[2] = float(sizeof(tg_pair));
+}
+
+// the shim's own names stay out of the kernel's way (`Op` and OP_SUM are common in kernels)
+template <typename U> struct Op { U operator()(U a, U b) thread { return a + b; } };
+enum { OP_SUM = 7, OP_MAX = 9 };
+kernel void common_names(device float* out [[buffer(0)]]) {
+  Op<float> op;
+  out[0] = op(1.0f, float(OP_SUM + OP_MAX));
+}

@@ -61,6 +61,22 @@ extern "C" __attribute__((visibility("default"))) const AbiField* mslemu_abi_lay
     {"struct", "ParamInfo", 0, sizeof(ParamInfo)},
     MSLEMU_PARAM_INFO_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
 #undef PROBED
+#define PROBED TraceHeader
+    {"struct", "TraceHeader", 0, sizeof(TraceHeader)},
+    MSLEMU_TRACE_HEADER_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED TraceEvent
+    {"struct", "TraceEvent", 0, sizeof(TraceEvent)},
+    MSLEMU_TRACE_EVENT_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED TraceSnapshotHead
+    {"struct", "TraceSnapshotHead", 0, sizeof(TraceSnapshotHead)},
+    MSLEMU_TRACE_SNAPSHOT_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
+#define PROBED TraceRegion
+    {"struct", "TraceRegion", 0, sizeof(TraceRegion)},
+    MSLEMU_TRACE_REGION_FIELDS(MSLEMU_PROBE_FIELD, MSLEMU_PROBE_ARRAY)
+#undef PROBED
   };
 #undef MSLEMU_PROBE_FIELD
 #undef MSLEMU_PROBE_ARRAY
@@ -84,6 +100,8 @@ static void* sched_sp;            // the scheduler's saved stack pointer
 static uint32_t live_threads;     // threads of the threadgroup that have not returned
 static uint32_t barrier_arrivals; // live threads waiting at a threadgroup_barrier
 static bool returned_warned;      // the returned-before-a-barrier warning is given once per launch
+static const char* last_exec_barrier_file;  // the last barrier without mem_threadgroup
+static int last_exec_barrier_line;
 struct SimdgroupCount { uint32_t live, arrived; };  // lanes not yet returned; lanes waiting at a simd-group op
 static SimdgroupCount sg_count[32];
 static MslemuLaunch* launch;      // the launch description (in the shared region)
@@ -94,6 +112,9 @@ static uint64_t schedule_rng;     // xorshift state of the random schedule, seed
 static uint32_t lockstep_cursor;  // next thread to run in the lockstep schedule
 static int worker_index = 0, worker_count = 1;  // this process runs threadgroups worker_index, +worker_count, ...
 static uintptr_t so_base;         // load address of the kernel's shared object: reported PCs are offsets from it
+static TraceHeader* trace_buf;    // the launch's trace (in the shared region), or null
+static bool tracing;              // the threadgroup being run is traced
+static uint32_t trace_seq;        // next TraceEvent.seq of this threadgroup
 #ifdef MSLEMU_UCONTEXT
 static std::vector<ucontext_t> uctx;
 static ucontext_t sched_uc;
@@ -188,16 +209,25 @@ void mslemu::portability(const char* file, int line, const char* f, ...) {
   add_warning(file, line, b, Facts().add("kind", "library").where(ctx.cur).add("site", site(file, line)));
 }
 
+// the Metal name of a collective, for reports (quad-group functions: "quad_" + the name)
 static const char* op_name(int op) {
-  static const char* names[] = {"?", "simd_sum", "simd_product", "simd_max", "simd_min", "simd_shuffle", "simd_shuffle_xor",
-                                "simd_shuffle_up", "simd_shuffle_down", "simd_broadcast", "simd_broadcast_first",
-                                "simd_prefix_exclusive_sum", "simd_prefix_inclusive_sum", "simd_all", "simd_any",
-                                "simdgroup matrix multiply", "simd_and", "simd_or", "simd_xor", "simd_shuffle_rotate_down",
-                                "simd_shuffle_rotate_up", "simd_is_first"};
+  static const char* names[] = {"?", "sum", "product", "max", "min", "shuffle", "shuffle_xor", "shuffle_up", "shuffle_down",
+                                "broadcast", "broadcast_first", "prefix_exclusive_sum", "prefix_inclusive_sum", "all",
+                                "any", "simdgroup matrix multiply", "and", "or", "xor", "shuffle_rotate_down",
+                                "shuffle_rotate_up", "is_first", "prefix_exclusive_product", "prefix_inclusive_product",
+                                "ballot", "active_threads_mask", "shuffle_and_fill_up", "shuffle_and_fill_down"};
+  static_assert(sizeof names / sizeof *names == OP_FILL_DOWN + 1, "a name for every op code of mslemu_abi.h");
+  static char buf[8][48];  // a few names live at once in one message
+  static int next;
   if (op == OP_SIMD_BARRIER) return "simdgroup_barrier";
   if (op == OP_TENSOR_MATMUL2D) return "matmul2d::run";
-  if (op > 0 && op < (int)(sizeof names / sizeof *names)) return names[op];
-  return "simd-group function";
+  if (op == OP_MMA) return names[OP_MMA];
+  bool quad = op > OP_QUAD && op - OP_QUAD <= OP_FILL_DOWN;
+  int base = quad ? op - OP_QUAD : op;
+  if (base <= 0 || base > OP_FILL_DOWN) return "simd-group function";
+  char* out = buf[next++ % 8];
+  snprintf(out, sizeof buf[0], "%s_%s", quad ? "quad" : "simd", names[base]);
+  return out;
 }
 
 static std::string id_list(const std::vector<uint32_t>& ids) {
@@ -240,6 +270,56 @@ static std::string describe_waiting(int sg_only) {
     else s += "runnable";
   }
   return s;
+}
+
+// ------------------------------------------------------------------ trace (opt-in)
+// Every call is behind `tracing` (false unless the launch asked for a trace and selected
+// the threadgroup being run), so an untraced run pays one predictable branch per
+// synchronization point and nothing per memory access.
+static uint64_t so_offset(const void* p) { return p ? (uint64_t)((uintptr_t)p - so_base) : 0; }
+
+static void trace_event(int kind, const Fiber* f, int op, int flags, const char* file, int line, uint32_t blob = 0) {
+  uint64_t i = __atomic_fetch_add(&trace_buf->event_count, 1, __ATOMIC_RELAXED);
+  if (i >= trace_buf->event_capacity) return;  // counted, so the reader knows events were dropped
+  TraceEvent* e = (TraceEvent*)((char*)trace_buf + trace_buf->events_offset) + i;
+  uint32_t lin = (ctx.tg_pos[2] * launch->ntg[1] + ctx.tg_pos[1]) * launch->ntg[0] + ctx.tg_pos[0];
+  *e = TraceEvent{lin, trace_seq++, (uint16_t)f->tid, (uint8_t)kind, (uint8_t)flags, op, line, blob, so_offset(file)};
+}
+
+static bool trace_selects(uint64_t linear_tg) {
+  if (!trace_buf) return false;
+  if (!trace_buf->select_bits) return true;
+  if (linear_tg >= trace_buf->select_bits) return false;
+  const uint8_t* bits = (const uint8_t*)trace_buf + trace_buf->select_offset;
+  return (bits[linear_tg >> 3] >> (linear_tg & 7)) & 1;
+}
+
+// threadgroup memory and its last writers, as the barrier being released sees them (the
+// race shadow's record); returns the blob offset + 1, or 0 if it did not fit
+static uint32_t trace_snapshot() {
+  uint32_t bytes = (uint32_t)ctx.arena_used, nreg = (uint32_t)tg_region_count;
+  uint64_t padded = (bytes + 7) / 8 * 8;
+  uint64_t need = sizeof(TraceSnapshotHead) + nreg * sizeof(TraceRegion) + padded + (bytes + 1) / 2 * 2;
+  need = (need + 7) / 8 * 8;
+  uint64_t at = __atomic_fetch_add(&trace_buf->blob_used, need, __ATOMIC_RELAXED);
+  if (at + need > trace_buf->blob_capacity || at + 1 > UINT32_MAX) return 0;
+  char* p = (char*)trace_buf + trace_buf->blob_offset + at;
+  *(TraceSnapshotHead*)p = TraceSnapshotHead{bytes, nreg};
+  TraceRegion* reg = (TraceRegion*)(p + sizeof(TraceSnapshotHead));
+  for (uint32_t i = 0; i < nreg; ++i) {
+    const TgRegion& r = tg_regions[i];
+    reg[i] = TraceRegion{so_offset(r.name), (uint32_t)(r.p - ctx.arena), (uint32_t)r.size, r.esize, r.nd, {0, 0, 0, 0}};
+    for (uint32_t k = 0; k < r.nd; ++k) reg[i].dims[k] = r.dims[k];
+  }
+  char* mem = (char*)(reg + nreg);
+  memcpy(mem, ctx.arena, bytes);
+  uint16_t* writers = (uint16_t*)(mem + padded);
+  const Shadow* sh = (const Shadow*)ctx.shadow;
+  for (uint32_t k = 0; k < (bytes + 1) / 2; ++k) {
+    const Shadow& w = sh[k];
+    writers[k] = w.w_stamp < ctx.tg_start ? 0xffff : (uint16_t)(w.w_tid | (w.w_stamp >= ctx.tg_sync ? 0x8000 : 0));
+  }
+  return (uint32_t)(at + 1);
 }
 
 // ------------------------------------------------------------------ barriers and rendezvous
@@ -294,6 +374,8 @@ static void resolve_pending_race() {
                         r.text, facts);
 }
 
+static bool same_file(const char* a, const char* b) { return a == b || (a && b && !strcmp(a, b)); }
+
 static void release_barrier() {
   Fiber* first = nullptr;
   int flags = 0;
@@ -321,9 +403,57 @@ static void release_barrier() {
                  Facts().add("kind", "returned-before-barrier").where(nullptr)
                      .add("site", site(first->wfile, first->wline)).add("threads", gone));
   }
-  if (flags & 2) { ctx.tg_sync = ++ctx.clock; }
+  if (tracing)
+    trace_event(TR_BARRIER_RELEASE, ctx.cur, 0, flags, first->wfile, first->wline, trace_buf->snapshots ? trace_snapshot() : 0);
+  // every barrier orders execution; one with mem_threadgroup also orders threadgroup memory
+  ctx.exec_sync = ++ctx.clock;
+  if (flags & 2) ctx.tg_sync = ctx.clock;
+  else { last_exec_barrier_file = first->wfile; last_exec_barrier_line = first->wline; }
   for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_BARRIER) fibers[i].state = F_READY;
   barrier_arrivals = 0;
+}
+
+// Apple GPUs count a simdgroup at a threadgroup barrier once its active lanes arrive: lanes
+// that branched around the barrier and wait at a simd-group function after it do not hold
+// it up (MLX's gemv_t at an edge). The specification requires every thread of the
+// threadgroup at the barrier. When that is the only thing keeping the threadgroup from
+// running, the barrier is released for the threads that reached it, with a warning.
+// "After it" is read from the source: the simd-group function is later in the same file.
+// Lanes waiting at one before the barrier (a simd-group function in a branch, the rest of
+// the simdgroup at the barrier behind it) stay a SimdgroupDivergenceError: which lanes
+// would be active there is up to the hardware.
+static bool release_divergent_barrier() {
+  if (!barrier_arrivals) return false;
+  const Fiber* at_barrier = nullptr;
+  const Fiber* at_simd = nullptr;
+  for (uint32_t sg = 0; sg < ctx.nsg; ++sg) {
+    uint32_t base = sg * 32, n = tg_threads - base < 32 ? tg_threads - base : 32;
+    const Fiber *b = nullptr, *w = nullptr;
+    for (uint32_t i = 0; i < n; ++i) {
+      const Fiber& f = fibers[base + i];
+      if (f.state == F_BARRIER) b = &f;
+      else if (f.state == F_SIMD && f.wop != OP_MMA) w = &f;
+      else if (f.state != F_DONE) return false;
+    }
+    if (w && !b) return false;  // a whole simdgroup waits elsewhere: that is a deadlock
+    if (b && !at_barrier) at_barrier = b;
+    if (w && !at_simd) at_simd = w;
+  }
+  if (!at_simd) return false;
+  for (uint32_t i = 0; i < tg_threads; ++i) {
+    const Fiber& f = fibers[i];
+    if (f.state == F_SIMD && (!same_file(f.wfile, at_barrier->wfile) || f.wline <= at_barrier->wline)) return false;
+  }
+  std::string barrier_site = site(at_barrier->wfile, at_barrier->wline), simd_site = site(at_simd->wfile, at_simd->wline);
+  add_warning(at_barrier->wfile, at_barrier->wline,
+              fmt("threadgroup_barrier at %s is reached by part of simdgroup %u while its other lanes wait at %s at %s "
+                  "(in %s): Apple GPUs count a simdgroup at a barrier once its active lanes arrive, so this runs, but "
+                  "the Metal specification requires every thread of the threadgroup to reach the barrier (not portable)",
+                  barrier_site.c_str(), at_simd->sg, op_name(at_simd->wop), simd_site.c_str(), tg_str().c_str()),
+              Facts().add("kind", "divergent-barrier").where(nullptr).add("site", barrier_site)
+                  .add("sites", barrier_site + ";" + simd_site));
+  release_barrier();
+  return true;
 }
 
 void mslemu::barrier(int flags, const char* file, int line) {
@@ -331,9 +461,11 @@ void mslemu::barrier(int flags, const char* file, int line) {
   flush_pending_oob();
   if (f->nq) mma_flush(file, line);
   f->state = F_BARRIER; f->wfile = file; f->wline = line; f->wop = flags;
+  if (tracing) trace_event(TR_BARRIER_ARRIVE, f, 0, flags, file, line);
   if (++barrier_arrivals == live_threads) release_barrier();
   else yield_();
   f->state = F_READY;
+  if (tracing) trace_event(TR_BARRIER_DEPART, f, 0, flags, file, line);
 }
 
 // two waiting fibers wait at the same source location (the file names are usually one pointer)
@@ -392,9 +524,11 @@ void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
   flush_pending_oob();
   if (f->nq && op != OP_MMA) mma_flush(file, line);
   f->state = F_SIMD; f->wfile = file; f->wline = line; f->wop = op; f->cextra = (const void*)fn;
+  if (tracing) trace_event(TR_SIMD_ARRIVE, f, op, 0, file, line);
   if (++sg_count[f->sg].arrived == sg_count[f->sg].live) complete_sg(f->sg);
   else yield_();
   f->state = F_READY;
+  if (tracing) trace_event(TR_SIMD_DEPART, f, op, 0, file, line);
 }
 
 void mslemu::simd_barrier(const char* file, int line) { collective(OP_SIMD_BARRIER, file, line, nullptr); }
@@ -701,6 +835,24 @@ void mslemu::race(int kind, const void* p, const void* pc_now, uint32_t other, u
   finish(E_RACE, m, f);
 }
 
+void mslemu::exec_ordered(int kind, const void* p, const void* pc_now, uint32_t other, uint32_t pc_other_off) {
+  if (in_oob_zone(p)) return;
+  const void* pc_other = (const void*)(ctx.pc_base + pc_other_off);
+  Fiber* o = &fibers[other];
+  std::string element = tg_element(p), barrier = site(last_exec_barrier_file, last_exec_barrier_line);
+  // once per pair of code addresses (the add_warning key is a file and a line otherwise)
+  add_warning((const char*)pc_now, (int)pc_other_off,
+              th_str(ctx.cur) + " " + race_verb(kind, true) + " threadgroup memory " + element + " at " + pcs(pc_now) +
+                  " after " + th_str(o) + " " + race_verb(kind, false) + " it at " + pcs(pc_other) +
+                  ", ordered only by a threadgroup_barrier without mem_flags::mem_threadgroup (the last one at " +
+                  barrier + "): Apple GPUs order threadgroup memory at every barrier, so this gives the intended "
+                  "values, but the Metal specification orders it only with mem_flags::mem_threadgroup (not portable)",
+              Facts().add("kind", "barrier-without-memory-order").where(ctx.cur).pc("site_pc", pc_now)
+                  .add("memory", tg_region_name(p)).add("element", element).add("access", kind == 1 ? "read" : "write")
+                  .thread("other_thread", o).pc("other_site_pc", pc_other)
+                  .add("other_access", kind == 3 ? "read" : "write").add("site", barrier));
+}
+
 void mslemu::uninit_read(const void* p, const void* pc) {
   static uint64_t reported_gen = 0;
   if (in_oob_zone(p) || result->uninit_msg[0] || reported_gen == ctx.tg_gen + 1) return;
@@ -717,10 +869,12 @@ void mslemu::uninit_read(const void* p, const void* pc) {
 
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
+  if (tracing) trace_event(TR_START, ctx.cur, 0, 0, nullptr, 0);
   launch->entry();
   flush_pending_oob();
   if (ctx.cur->nq) mma_flush("(thread exit)", 0);
   Fiber* f = ctx.cur;
+  if (tracing) trace_event(TR_END, f, 0, 0, nullptr, 0);
   f->state = F_DONE;
   if (barrier_arrivals) returned_while_waited[f->tid] = 1;
   --live_threads;
@@ -827,6 +981,7 @@ static void reset_threadgroup_memory() {
   }
   memset(ctx.arena, 0, TG_MEMORY_BYTES);
   ctx.tg_sync = ++ctx.clock;
+  ctx.exec_sync = ctx.tg_sync;
   ctx.tg_start = ctx.clock;
   for (int i = 0; i < 32; ++i) ctx.sg_sync[i] = ctx.clock;
 }
@@ -864,6 +1019,7 @@ static void schedule_until_done() {
     Fiber* f = pick();
     if (!f) {
       if (live_threads == 0) break;
+      if (release_divergent_barrier()) continue;
       deadlock();
     }
     ctx.cur = f;
@@ -878,7 +1034,10 @@ static void schedule_until_done() {
 
 static void run_threadgroup(uint32_t tx, uint32_t ty, uint32_t tz) {
   ctx.tg_pos[0] = tx; ctx.tg_pos[1] = ty; ctx.tg_pos[2] = tz;
-  seed_schedule(((uint64_t)tz * launch->ntg[1] + ty) * launch->ntg[0] + tx);
+  uint64_t linear_tg = ((uint64_t)tz * launch->ntg[1] + ty) * launch->ntg[0] + tx;
+  seed_schedule(linear_tg);
+  tracing = trace_selects(linear_tg);
+  trace_seq = 0;
   size_threadgroup();
   reset_threadgroup_memory();
   init_fibers();
@@ -1057,6 +1216,7 @@ static void bind_launch() {
 // Runs this process's share of the threadgroups (all of them in-process, else every
 // worker_count-th from worker_index); the first error ends the process.
 static int run_all() {
+  trace_buf = launch->trace_offset ? (TraceHeader*)((char*)(uintptr_t)launch->region_base + launch->trace_offset) : nullptr;
   install_handlers();
   allocate_threadgroup_state();
   bind_launch();
@@ -1127,14 +1287,17 @@ extern "C" __attribute__((visibility("default"))) int mslemu_fork_workers(Mslemu
 }
 
 // A spawned worker (emulator/cpp/worker_main.cpp calls this after loading the kernel):
-// map the caller's shared region from descriptor `fd`, move its pointers by the mapping's
-// offset from the caller's, and run worker `index`.
+// map the caller's shared region from descriptor `fd`, copy the launch from it with its
+// pointers moved by the mapping's offset from the caller's, and run worker `index`.
 extern "C" __attribute__((visibility("default"))) int mslemu_worker(int fd, uint64_t size, int index, MslemuEntry entry) {
   find_so_base();
   char* base = (char*)mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) return E_GENERIC;
   close(fd);
-  MslemuLaunch* l = (MslemuLaunch*)base;
+  // a private copy: the other workers map the same struct, each at its own address
+  static MslemuLaunch own;
+  own = *(const MslemuLaunch*)base;
+  MslemuLaunch* l = &own;
   intptr_t delta = (intptr_t)base - (intptr_t)l->region_base;
   auto move = [&](auto* p) { return p ? (decltype(p))((char*)p + delta) : p; };
   for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) { l->buf[i] = move((char*)l->buf[i]); l->buf_name[i] = move(l->buf_name[i]); }
@@ -1143,6 +1306,10 @@ extern "C" __attribute__((visibility("default"))) int mslemu_worker(int fd, uint
   l->entry = entry;
   worker_process(l, index);
 }
+
+// for the trace's reader: the load address strings are offsets from, and the names of op codes
+extern "C" __attribute__((visibility("default"))) uint64_t mslemu_so_base() { find_so_base(); return so_base; }
+extern "C" __attribute__((visibility("default"))) const char* mslemu_op_name(int op) { return op_name(op); }
 
 // The whole launch in the calling process (GEMMGLOSSARY_EMULATOR_INPROCESS=1, for debugging
 // the emulator under gdb): any diagnostic or crash ends the process.

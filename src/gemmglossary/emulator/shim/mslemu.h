@@ -56,13 +56,19 @@ MSLEMU_AI bool stale(uint32_t stamp, uint16_t tid_other, uint32_t tid_now) {
   return false;
 }
 MSLEMU_AI uint32_t pcoff(const void* pc) { return (uint32_t)((uintptr_t)pc - ctx.pc_base); }
+// a conflicting access by another thread since the last barrier with mem_threadgroup: a race,
+// unless a barrier without memory flags lies in between (Apple GPUs order that; #10 §3)
+MSLEMU_AI void conflict(int kind, const void* p, const void* pc, uint32_t stamp, uint32_t other, uint32_t other_pc) {
+  if (stamp < ctx.exec_sync) exec_ordered(kind, p, pc, other, other_pc);
+  else race(kind, p, pc, other, other_pc);
+}
 MSLEMU_AI void tg_read(const void* p, const void* pc) {
   if (!ctx.race_check) return;
   Shadow& s = shadow_of(p);
   uint32_t t = ctx.cur->tid;
   // a write by another thread since the last barrier?
   if (__builtin_expect(s.w_stamp >= ctx.tg_sync, 0) && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t))
-    race(1, p, pc, s.w_tid, s.w_pc);
+    conflict(1, p, pc, s.w_stamp, s.w_tid, s.w_pc);
   if (__builtin_expect(s.w_stamp < ctx.tg_start, 0)) uninit_read(p, pc);
   // remember up to two readers since the last barrier
   if (s.r_stamp >= ctx.tg_sync) {
@@ -75,10 +81,10 @@ MSLEMU_AI void tg_write(const void* p, const void* pc) {
   if (!ctx.race_check) return;
   Shadow& s = shadow_of(p);
   uint32_t t = ctx.cur->tid;
-  if (s.w_stamp >= ctx.tg_sync && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t)) race(2, p, pc, s.w_tid, s.w_pc);
+  if (s.w_stamp >= ctx.tg_sync && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t)) conflict(2, p, pc, s.w_stamp, s.w_tid, s.w_pc);
   if (s.r_stamp >= ctx.tg_sync && !stale(s.r_stamp, s.r_tid, t)) {
-    if (s.r_tid != t) race(3, p, pc, s.r_tid, s.r_pc);
-    if (s.multi && s.r2_tid != t) race(3, p, pc, s.r2_tid, s.r2_pc);
+    if (s.r_tid != t) conflict(3, p, pc, s.r_stamp, s.r_tid, s.r_pc);
+    if (s.multi && s.r2_tid != t) conflict(3, p, pc, s.r_stamp, s.r2_tid, s.r2_pc);
   }
   s.w_tid = (uint16_t)t; s.w_stamp = ctx.clock; s.w_pc = pcoff(pc);
 }

@@ -137,7 +137,8 @@ typedef void (*MslemuEntry)(void);
   ARRAY(char, entry_symbol, MSLEMU_SYMBOL_BYTES) /* its name, for a spawned worker */             \
   ARRAY(MslemuResult*, results, MSLEMU_MAX_WORKERS) /* results[i]: worker i's */                  \
   FIELD(uint64_t, region_base)  /* the caller's address of the shared region */                   \
-  FIELD(uint64_t, region_size)
+  FIELD(uint64_t, region_size)                                                                   \
+  FIELD(uint64_t, trace_offset) /* where a TraceHeader is in the region; 0: no trace */
 
 // What the generated __mslemu_info_<id>() says of each parameter.
 #define MSLEMU_PARAM_INFO_FIELDS(FIELD, ARRAY)                                                    \
@@ -158,6 +159,59 @@ typedef void (*MslemuEntry)(void);
 struct MslemuResult { MSLEMU_RESULT_FIELDS(MSLEMU_DECLARE_FIELD, MSLEMU_DECLARE_ARRAY) };
 struct MslemuLaunch { MSLEMU_LAUNCH_FIELDS(MSLEMU_DECLARE_FIELD, MSLEMU_DECLARE_ARRAY) };
 struct ParamInfo { MSLEMU_PARAM_INFO_FIELDS(MSLEMU_DECLARE_FIELD, MSLEMU_DECLARE_ARRAY) };
+#undef MSLEMU_DECLARE_FIELD
+#undef MSLEMU_DECLARE_ARRAY
+
+// The opt-in trace (kernel(..., trace=...), read by emulator/trace.py): what each thread of
+// the selected threadgroups did at its synchronization points, appended by the workers to
+// one buffer in the shared region. Strings (file names, array names) are given as offsets
+// from the kernel's shared object, as pcs are, so that a spawned worker's mean the same.
+enum TraceKind { TR_START = 1, TR_END, TR_BARRIER_ARRIVE, TR_BARRIER_RELEASE, TR_BARRIER_DEPART,
+                 TR_SIMD_ARRIVE, TR_SIMD_DEPART };
+
+#define MSLEMU_TRACE_HEADER_FIELDS(FIELD, ARRAY)                                                  \
+  FIELD(uint64_t, event_capacity) /* TraceEvents that fit at events_offset */                     \
+  FIELD(uint64_t, event_count)  /* appended (atomically); past event_capacity: dropped */         \
+  FIELD(uint64_t, blob_capacity)  /* bytes for snapshots at blob_offset */                         \
+  FIELD(uint64_t, blob_used)    /* claimed (atomically); a snapshot that did not fit: dropped */  \
+  FIELD(uint64_t, events_offset)  /* from the header */                                           \
+  FIELD(uint64_t, blob_offset)                                                                   \
+  FIELD(uint64_t, select_offset)  /* a bitmap of the traced threadgroups (linear index) */        \
+  FIELD(uint32_t, snapshots)    /* 1: snapshot threadgroup memory at every barrier release */     \
+  FIELD(uint32_t, select_bits)  /* bits in the bitmap; 0: every threadgroup is traced */
+
+#define MSLEMU_TRACE_EVENT_FIELDS(FIELD, ARRAY)                                                   \
+  FIELD(uint32_t, tg)           /* linear threadgroup index ((z * ny + y) * nx + x) */            \
+  FIELD(uint32_t, seq)          /* its place in the order of the threadgroup's events */          \
+  FIELD(uint16_t, tid)          /* thread_index_in_threadgroup */                                 \
+  FIELD(uint8_t, kind)          /* a TraceKind */                                                 \
+  FIELD(uint8_t, flags)         /* barriers: their mem_flags */                                   \
+  FIELD(int32_t, op)            /* simd-group events: the op code */                              \
+  FIELD(int32_t, line)          /* source line */                                                 \
+  FIELD(uint32_t, blob)         /* a release with a snapshot: its offset in the blob area + 1 */  \
+  FIELD(uint64_t, file)         /* source file, an offset from the kernel's shared object */
+
+// A snapshot: this head, `regions` TraceRegions, `bytes` bytes of threadgroup memory (padded
+// to 8), then one uint16_t per 2 bytes of it: the last writer's thread index, | 0x8000 if it
+// wrote since the previous threadgroup_barrier(mem_threadgroup); 0xffff if no thread wrote it.
+#define MSLEMU_TRACE_SNAPSHOT_FIELDS(FIELD, ARRAY)                                                \
+  FIELD(uint32_t, bytes)                                                                         \
+  FIELD(uint32_t, regions)
+
+#define MSLEMU_TRACE_REGION_FIELDS(FIELD, ARRAY)                                                  \
+  FIELD(uint64_t, name)         /* an offset from the kernel's shared object */                   \
+  FIELD(uint32_t, offset)       /* in threadgroup memory */                                       \
+  FIELD(uint32_t, size)                                                                          \
+  FIELD(uint32_t, esize)        /* bytes of an element (0: unknown) */                            \
+  FIELD(uint32_t, nd)           /* dimensions of the declared array (0: unknown) */               \
+  ARRAY(uint32_t, dims, 4)
+
+#define MSLEMU_DECLARE_FIELD(type, name) type name;
+#define MSLEMU_DECLARE_ARRAY(type, name, n) type name[n];
+struct TraceHeader { MSLEMU_TRACE_HEADER_FIELDS(MSLEMU_DECLARE_FIELD, MSLEMU_DECLARE_ARRAY) };
+struct TraceEvent { MSLEMU_TRACE_EVENT_FIELDS(MSLEMU_DECLARE_FIELD, MSLEMU_DECLARE_ARRAY) };
+struct TraceSnapshotHead { MSLEMU_TRACE_SNAPSHOT_FIELDS(MSLEMU_DECLARE_FIELD, MSLEMU_DECLARE_ARRAY) };
+struct TraceRegion { MSLEMU_TRACE_REGION_FIELDS(MSLEMU_DECLARE_FIELD, MSLEMU_DECLARE_ARRAY) };
 #undef MSLEMU_DECLARE_FIELD
 #undef MSLEMU_DECLARE_ARRAY
 

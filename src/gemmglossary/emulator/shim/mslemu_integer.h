@@ -25,7 +25,10 @@ template <class E> MSLEMU_AI E ectz(E x) {
 template <class E> MSLEMU_AI E epopcount(E x) { return (E)__builtin_popcountll((unsigned long long)(uns_t<E>)x); }
 template <class E> MSLEMU_AI E emulhi(E x, E y) { return (E)(((wide_t<E>)x * (wide_t<E>)y) >> bits_v<E>); }
 template <class E> MSLEMU_AI E eaddsat(E x, E y) { return saturate_to<E>((wide_t<E>)x + (wide_t<E>)y); }
-template <class E> MSLEMU_AI E esubsat(E x, E y) { return saturate_to<E>((wide_t<E>)x - (wide_t<E>)y); }
+template <class E> MSLEMU_AI E esubsat(E x, E y) {
+  if constexpr (std::is_unsigned_v<E>) return x < y ? E(0) : (E)(x - y);
+  else return saturate_to<E>((wide_t<E>)x - (wide_t<E>)y);
+}
 template <class E> MSLEMU_AI E emadsat(E x, E y, E z) {
   if constexpr (sizeof(E) < 8) return saturate_to<E>((wide_t<E>)x * (wide_t<E>)y + (wide_t<E>)z);
   else {
@@ -45,8 +48,11 @@ template <class E> MSLEMU_AI E emadsat(E x, E y, E z) {
 template <class E> MSLEMU_AI E ehadd(E x, E y) { return (E)(((wide_t<E>)x + (wide_t<E>)y) >> 1); }
 template <class E> MSLEMU_AI E erhadd(E x, E y) { return (E)(((wide_t<E>)x + (wide_t<E>)y + 1) >> 1); }
 template <class E> MSLEMU_AI E eabsdiff(E x, E y) {
-  wide_t<E> d = (wide_t<E>)x - (wide_t<E>)y;
-  return (E)(d < 0 ? -d : d);
+  if constexpr (std::is_unsigned_v<E>) return x < y ? (E)(y - x) : (E)(x - y);
+  else {
+    wide_t<E> d = (wide_t<E>)x - (wide_t<E>)y;
+    return (E)(d < 0 ? -d : d);
+  }
 }
 // the low 24 bits of x (sign-extended for signed types)
 template <class E> MSLEMU_AI E low24(E x) {

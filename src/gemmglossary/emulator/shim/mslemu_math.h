@@ -92,11 +92,6 @@ MSLEMU_FN float tanpi(float x) {
   if (__builtin_fabsf(r) == 0.5f) return __builtin_copysignf(__builtin_inff(), r);
   return (float)__builtin_tan(pi_times(r));
 }
-// largest float below 1: Metal's fract never returns 1
-MSLEMU_FN float fract(float x) {
-  if (__builtin_isinf(x)) return __builtin_copysignf(0.0f, x);
-  return __builtin_fminf(x - __builtin_floorf(x), 0x1.fffffep-1f);
-}
 MSLEMU_FN float powr(float x, float y) { return x < 0.0f ? __builtin_nanf("") : __builtin_powf(x, y); }
 MSLEMU_FN float rsqrt(float x) { return (float)(1.0 / __builtin_sqrt((double)x)); }
 MSLEMU_FN float fdim(float x, float y) {
@@ -107,6 +102,32 @@ MSLEMU_FN float fmedian3(float a, float b, float c) {
   return __builtin_fmaxf(__builtin_fminf(a, b), __builtin_fminf(__builtin_fmaxf(a, b), c));
 }
 MSLEMU_FN float exp10(float x) { return (float)__builtin_pow(10.0, (double)x); }
+// nextafter steps one ulp of the argument type (for half, a half ulp: the float result
+// rounded back to half would be x itself)
+template <class E> MSLEMU_FN float nextafter_as(float x, float y) {
+  if constexpr (std::is_same_v<E, half>) {
+    if (__builtin_isnan(x) || __builtin_isnan(y)) return __builtin_nanf("");
+    if (x == y) return y;
+    uint16_t h = f32_to_f16_bits(x);
+    if ((h & 0x7fff) == 0) h = (uint16_t)((__builtin_signbit(y) ? 0x8000 : 0) | 1);  // the smallest subnormal
+    else if ((x < y) == !(h & 0x8000)) ++h;  // away from zero
+    else --h;
+    return f16_bits_to_f32(h);
+  } else {
+    return __builtin_nextafterf(x, y);
+  }
+}
+// fract is below 1 in the result type: 1 - ulp of half for half
+template <class E> MSLEMU_FN float fract_as(float x) {
+  constexpr float below_one = std::is_same_v<E, half> ? 0x1.ffcp-1f : 0x1.fffffep-1f;
+  if (__builtin_isinf(x)) return __builtin_copysignf(0.0f, x);
+  return __builtin_fminf(x - __builtin_floorf(x), below_one);
+}
+// fma rounded once to half (in float, the product of two halves is exact but the sum is not)
+template <class E> MSLEMU_FN float fma_as(float x, float y, float z) {
+  if constexpr (std::is_same_v<E, half>) return (float)__builtin_fma((double)x, (double)y, (double)z);
+  else return __builtin_fmaf(x, y, z);
+}
 }  // namespace fimpl
 
 // one-argument functions: name and the float expression of x
@@ -116,7 +137,7 @@ MSLEMU_FN float exp10(float x) { return (float)__builtin_pow(10.0, (double)x); }
   X(ceil, __builtin_ceilf(x)) X(cos, __builtin_cosf(x)) X(cosh, __builtin_coshf(x))                   \
   X(cospi, fimpl::cospi(x)) X(exp, __builtin_expf(x)) X(exp2, __builtin_exp2f(x))                     \
   X(exp10, fimpl::exp10(x)) X(fabs, __builtin_fabsf(x)) X(floor, __builtin_floorf(x))                 \
-  X(fract, fimpl::fract(x)) X(log, __builtin_logf(x)) X(log2, __builtin_log2f(x))                     \
+  X(fract, fimpl::fract_as<typename comp<R>::type>(x)) X(log, __builtin_logf(x)) X(log2, __builtin_log2f(x))                     \
   X(log10, __builtin_log10f(x)) X(rint, __builtin_rintf(x)) X(round, __builtin_roundf(x))             \
   X(rsqrt, fimpl::rsqrt(x)) X(sin, __builtin_sinf(x)) X(sinh, __builtin_sinhf(x))                     \
   X(sinpi, fimpl::sinpi(x)) X(sqrt, __builtin_sqrtf(x)) X(tan, __builtin_tanf(x))                     \
@@ -125,11 +146,11 @@ MSLEMU_FN float exp10(float x) { return (float)__builtin_pow(10.0, (double)x); }
 #define MSLEMU_MATH2_LIST(X)                                                                          \
   X(atan2, __builtin_atan2f(x, y)) X(copysign, __builtin_copysignf(x, y)) X(divide, x / y)            \
   X(fdim, fimpl::fdim(x, y)) X(fmax, __builtin_fmaxf(x, y)) X(fmin, __builtin_fminf(x, y))            \
-  X(fmod, __builtin_fmodf(x, y)) X(nextafter, __builtin_nextafterf(x, y)) X(pow, __builtin_powf(x, y)) \
+  X(fmod, __builtin_fmodf(x, y)) X(nextafter, fimpl::nextafter_as<typename comp<R>::type>(x, y)) X(pow, __builtin_powf(x, y)) \
   X(powr, fimpl::powr(x, y))
 // three-argument functions of x, y and z
 #define MSLEMU_MATH3_LIST(X)                                                                          \
-  X(fma, __builtin_fmaf(x, y, z)) X(fmax3, __builtin_fmaxf(__builtin_fmaxf(x, y), z))                \
+  X(fma, fimpl::fma_as<typename comp<R>::type>(x, y, z)) X(fmax3, __builtin_fmaxf(__builtin_fmaxf(x, y), z))                \
   X(fmin3, __builtin_fminf(__builtin_fminf(x, y), z)) X(fmedian3, fimpl::fmedian3(x, y, z))
 
 namespace math {

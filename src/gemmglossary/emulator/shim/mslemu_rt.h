@@ -70,6 +70,7 @@ struct Ctx {
   LaneOp* mmaq;  // [simdgroup][op][lane]
   uintptr_t pc_base;
   uint32_t tg_start;  // clock value when the current threadgroup started
+  uint32_t exec_sync; // clock value of the last threadgroup barrier of any kind (tg_sync: with mem_threadgroup)
 };
 
 
@@ -93,6 +94,9 @@ void race(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint3
 void uninit_read(const void* p, const void* pc);
 // something the specification does not promise: a PortabilityWarning, once per source line
 void portability(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+// two threads' accesses to threadgroup memory ordered only by a threadgroup barrier without
+// mem_flags::mem_threadgroup: Apple GPUs order them, the specification does not (kind as race())
+void exec_ordered(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
 const char* buffer_name_for(const void* p, const void** lo, const void** hi);
 
 // A buffer the launch left unbound reads as an address in [UNBOUND_BASE, UNBOUND_END), one

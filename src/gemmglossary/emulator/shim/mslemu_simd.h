@@ -9,8 +9,6 @@
 #pragma once
 
 namespace metal {
-using namespace ::mslemu::ops;  // the op codes (mslemu_abi.h)
-
 struct simd_vote {
   typedef ulong vote_t;
   vote_t v;
@@ -36,6 +34,7 @@ struct quad_vote {
 namespace mslemu {
 namespace simd {
 using namespace metal;
+using namespace ::mslemu::ops;  // the op codes (mslemu_abi.h), not visible to kernels: `Op` is a common name
 
 // the value of one lane, and what a shuffle-and-fill also carries
 template <class T> struct fill_pair { T data, fill; };
