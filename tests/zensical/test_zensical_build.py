@@ -4,10 +4,12 @@
   first-party and an MLX excerpt under front matter, one snippet) built with both engines:
   every excerpt expanded with the file's own line numbers, a source link that resolves to
   the published kernel, the same pages and the same code under MkDocs; a drifted excerpt
-  fails the Zensical build, naming the page's line.
+  fails the Zensical build, naming the page's line, and so does a figure that cannot be
+  drawn (the figures extension runs under Zensical as under MkDocs).
 - The real site built with Zensical once, compared with the session's MkDocs build: the
   same pages, every locked excerpt shown with its lines, every snippet page with its
-  outputs (the notebooks executed once for both engines).
+  outputs (the notebooks executed once for both engines), and every generated figure the
+  same as MkDocs draws it.
 """
 
 from __future__ import annotations
@@ -203,6 +205,18 @@ def test_a_drifted_excerpt_fails_the_zensical_build(fixture_root, tmp_path):
         kernel.write_text(KERNEL)
 
 
+def test_a_figure_that_cannot_be_drawn_fails_the_zensical_build(fixture_root, tmp_path):
+    page = fixture_root / "docs" / "glossary" / "quoted.md"
+    page.write_text(PAGE + "\n{{figure no-such-figure}}\n")
+    try:
+        run = _zensical(fixture_root, tmp_path / "site")
+        assert run.returncode != 0
+        assert "docs/glossary/quoted.md:20: unknown figure 'no-such-figure'" in run.stdout + run.stderr
+        assert not (tmp_path / "site").exists(), "no site from a failed build"
+    finally:
+        page.write_text(PAGE)
+
+
 # ----------------------------------------------------------------------------- the real site
 
 @pytest.fixture(scope="module")
@@ -240,3 +254,19 @@ def test_real_site_shows_every_snippet_with_its_outputs(zensical_real_site):
         for tag in re.findall(r"<img\b[^>]*>", page):
             alt = re.search(r'\balt="([^"]*)"', tag)
             assert alt and alt.group(1).strip(), f"{snippet.name}: image without alt text"
+
+
+FIGURE = re.compile(r'<figure class="gg-figure".*?</figure>', re.S)
+
+
+def test_real_site_draws_every_figure_as_mkdocs_does(zensical_real_site, mkdocs_site):
+    site, _ = zensical_real_site
+    assert mkdocs_site.run.returncode == 0, mkdocs_site.log
+    drawn = 0
+    for page in pages(mkdocs_site.site):
+        mk = FIGURE.findall((mkdocs_site.site / page).read_text(encoding="utf-8"))
+        zen = FIGURE.findall((site / page).read_text(encoding="utf-8"))
+        assert zen == mk, f"{page}: {len(zen)} figures under Zensical, {len(mk)} under MkDocs, or drawn differently"
+        drawn += len(mk)
+    assert drawn, "no generated figure on any page"
+    assert (site / "stylesheets" / "figures.css").is_file()
