@@ -249,6 +249,15 @@ def check_excerpt(page: str, block: Block, files: FileCache, lock: dict | None) 
     else:
         range_ok = True
         ex.lines = lines[b.start - 1 : b.end]
+        # The highlighter of either engine drops leading and trailing blank lines, so the
+        # block would be titled with lines it does not show. (Not said of lines that drifted
+        # from their lock entry: the drift is the problem there.)
+        entry = None if lock is None else lock.get(ex.key)
+        for where, number in (("starts", b.start), ("ends", b.end)):
+            if (entry is None or entry.sha256 == ex.sha256) and not lines[number - 1].strip():
+                ex.problems.append(p("range", f"the range {where} on a blank line ({number}), which the "
+                                              "page would not show under its title: leave it out"))
+                break
         ex.sha256 = hash_lines(ex.lines)
         _attr_problems(ex, p)
     if lock is None or b.start < 1 or b.end < b.start:
