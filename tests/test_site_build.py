@@ -21,6 +21,8 @@ def test_site_builds_strictly(mkdocs_site):
     assert run.returncode == 0, run.stdout + run.stderr
     # Quiet: nothing from the notebook kernels (they run over IPC, see docs_hooks/snippet_pages.py).
     assert "without encryption" not in mkdocs_site.log and "[IPKernelApp]" not in mkdocs_site.log
+    # Nor mkdocs-jupyter's lines for every snippet page (docs_hooks/snippets.py PLUGIN_LOGGERS).
+    assert "Cache hit" not in mkdocs_site.log and "Converting notebook" not in mkdocs_site.log
     glossary = ["barriers", "cooperative-load", "register-blocking", "simdgroup-matrix",
                 "epilogue-fusion", "max-total-threads", "neural-accelerators", "double-buffering",
                 "threadgroup-swizzle", "split-k", "half-precision"]

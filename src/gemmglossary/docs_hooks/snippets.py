@@ -103,12 +103,27 @@ def _jupyter_plugin(config):
 _notebooks: dict[str, tuple[Path, Path]] = {}
 
 
+#: mkdocs-jupyter's loggers. At INFO they print two or three lines per snippet page on every
+#: build ("Converting notebook", "Cache hit: <path>", "Cache miss, writing: <path>", the path
+#: being the notebook read, not the page written): nothing a writer acts on. What was
+#: executed is said by this hook ("executed snippets/x.py"); their warnings still show.
+PLUGIN_LOGGERS = ("mkdocs.plugins.mkdocs_jupyter", "mkdocs.mkdocs-jupyter")
+
+
+def _quiet_plugin_log() -> None:
+    if logging.getLogger("mkdocs").isEnabledFor(logging.DEBUG):
+        return  # mkdocs build --verbose: everything
+    for name in PLUGIN_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def on_config(config):
     plugin = _jupyter_plugin(config)
     if plugin.config["execute"]:
         raise PluginError(f"{PLUGIN_NAME} must not execute the snippets (execute: false): the "
                           "project executes each once, for MkDocs and Zensical alike (see "
                           "src/gemmglossary/docs_hooks/snippet_pages.py)")
+    _quiet_plugin_log()
     root = project_root()
     # Its rendered pages, in the project's cache folder whatever folder mkdocs runs from.
     plugin.config["cache_dir"] = str(root / RENDERED_CACHE)
