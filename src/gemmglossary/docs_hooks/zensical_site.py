@@ -122,14 +122,18 @@ def stage(*, log=print) -> Path:
         if source.is_file():  # a missing one is the excerpt check's to report, with its page
             (target / file).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target / file)
+    executed = 0
     for uri, path in snippets.items():
         notebook = notebook_path(path, cache_key(path, root), root)
-        executed = ensure_executed(path, notebook, root)
-        log(f"snippet {uri}: {'executed' if executed else 'unchanged, not executed again'}")
+        if ensure_executed(path, notebook, root):
+            executed += 1
+            log(f"executed {uri}")
         (target / uri).parent.mkdir(parents=True, exist_ok=True)
         (target / uri).with_suffix(".md").write_text(markdown_page(notebook, path.stem), encoding="utf-8")
         shutil.copyfile(path, target / uri)
         prune(path, notebook)
+    log(f"{len(snippets)} snippet pages: {executed} executed now, "
+        f"{len(snippets) - executed} unchanged since they last ran")
     config_file = staging / "mkdocs.yml"
     config_file.write_text(yaml.safe_dump(staged_config(config, set(snippets)),
                                           sort_keys=False, allow_unicode=True), encoding="utf-8")
