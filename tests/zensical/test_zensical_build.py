@@ -1,5 +1,7 @@
 """The site built with Zensical (the pinned version of the test extra), as `gemmglossary zensical` does.
 
+- A plain ``zensical build`` of mkdocs.yml (no staging: no snippet pages, no kernels)
+  fails, saying to run ``gemmglossary zensical``.
 - A minimal fixture site (the repository's theme and Markdown extensions, one page with a
   first-party and an MLX excerpt under front matter, one snippet) built with both engines:
   every excerpt expanded with the file's own line numbers, a source link that resolves to
@@ -215,6 +217,17 @@ def test_a_figure_that_cannot_be_drawn_fails_the_zensical_build(fixture_root, tm
         assert not (tmp_path / "site").exists(), "no site from a failed build"
     finally:
         page.write_text(PAGE)
+
+
+def test_a_plain_zensical_build_says_it_is_incomplete_and_fails(fixture_root):
+    """Zensical on the repository's mkdocs.yml, not staged: it would drop the snippet page
+    and the quoted kernel without a word, so the engine check stops it."""
+    run = subprocess.run(zensical_site.zensical_command() + ["build", "--clean", "--strict"], cwd=fixture_root,
+                         env={**os.environ, "GEMMGLOSSARY_ROOT": str(fixture_root)},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "would have no snippet pages" in run.stdout + run.stderr
+    assert "build with `gemmglossary zensical`" in run.stdout + run.stderr
 
 
 # ----------------------------------------------------------------------------- the real site

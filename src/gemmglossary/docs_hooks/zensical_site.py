@@ -43,6 +43,7 @@ from ..cli import run_command, subparser
 from ..excerpts.blocks import find_blocks
 from ..excerpts.check import VENDOR_PREFIX, read_pages
 from ..paths import project_root
+from .engine_check import NAME as ENGINE_CHECK
 from .snippet_pages import SnippetError, ensure_executed, markdown_page, notebook_path, prune
 from .snippets import SNIPPETS_DIR, cache_key, snippet_paths
 
@@ -79,6 +80,13 @@ def _nav(entries, snippets: set[str]):
     return entries
 
 
+def _staged(entry):
+    """A markdown_extensions entry, with the engine check told the site is complete."""
+    if entry == ENGINE_CHECK or (isinstance(entry, dict) and ENGINE_CHECK in entry):
+        return {ENGINE_CHECK: {"staged": True}}
+    return entry
+
+
 def staged_config(config: dict, snippets: set[str]) -> dict:
     """The repository's mkdocs.yml as Zensical gets it in the staging folder."""
     out = {k: v for k, v in config.items() if k not in ("hooks", "watch", "docs_dir", "site_dir")}
@@ -89,6 +97,7 @@ def staged_config(config: dict, snippets: set[str]) -> dict:
             plugins.append(entry)
     out["plugins"] = plugins
     out["nav"] = _nav(config.get("nav", []), snippets)
+    out["markdown_extensions"] = [_staged(e) for e in config.get("markdown_extensions", [])]
     out["docs_dir"] = "docs"
     out["site_dir"] = "site"
     return out
