@@ -21,6 +21,7 @@
 # wherever a value is converted to them.
 
 # %%
+import ml_dtypes
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -141,7 +142,7 @@ show_figure(fig, f"Two log-log plots of relative error against K from {Ks[0]} to
 # kernels.
 
 # %%
-print(f"largest finite float16 {float(np.finfo(np.float16).max):g}, bfloat16 {float(np.finfo(bfloat16).max):.3g}")
+print(f"largest finite float16 {float(np.finfo(np.float16).max):g}, bfloat16 {float(ml_dtypes.finfo(bfloat16).max):.3g}")
 A = np.full((1, 16), 64.0, np.float32)
 B = np.full((16, 1), 64.0, np.float32)  # 16 * 64 * 64 = 65536: just past float16's range
 for t in ("float16", "bfloat16"):

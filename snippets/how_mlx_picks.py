@@ -30,6 +30,8 @@ from gemmglossary import emulator
 from gemmglossary.mlx import matmul, steel
 from gemmglossary.snippets import show_figure
 
+assert steel.source_path().name == "steel_gemm.metal"  # the instantiations of MLX's steel GEMM in kernels/
+
 M1_LIKE = matmul.Device("g", 13)   # class g, generation 13: no NAX, no wide GEMV
 NAX_MAX = matmul.Device("s", 17)   # class s, generation 17: NAX available (with macOS 26.2)
 print(f"{'product':30s} {'device':6s} {'kernel':10s} {'tile':>14s} {'swizzle':>7s} {'grid':>14s} {'threads':>7s}")

@@ -28,6 +28,8 @@ from gemmglossary.mlx import matmul, steel_splitk
 from gemmglossary.mlx.launch import DEFAULT_DEVICE
 from gemmglossary.snippets import show_figure
 
+assert steel_splitk.SOURCE == "mlx_steel_splitk.metal"  # the instantiations of MLX's split-K GEMM in kernels/
+
 device = DEFAULT_DEVICE  # a base M1 as MLX sees it: class 'g', generation 13, no NAX
 print(f"device: class {device.letter!r}, generation {device.generation}, NAX available: {device.nax_available}")
 for M, N, K in [(64, 64, 64), (64, 64, 4096), (33, 50, 1000), (512, 512, 4096), (1024, 1024, 1024)]:

@@ -34,6 +34,8 @@ from gemmglossary.mlx import matmul, steel
 from gemmglossary.paths import vendor_dir
 from gemmglossary.snippets import replace_once, show_figure
 
+assert steel.source_path().name == "steel_gemm.metal"  # the instantiations of MLX's steel GEMM in kernels/
+
 for device in [matmul.Device("g", 13), matmul.Device("g", 17), matmul.Device("s", 17)]:
     for M in (96, 1024):
         r = matmul.route(matmul.Problem(M, 1024, 1024, "float16"), device)

@@ -106,8 +106,10 @@ def test_a_kernel_file_read_as_written_gives_what_the_emulator_compiles():
             written = as_written[name].attribute("max_total_threads_per_threadgroup")
             if written is None:
                 assert decl.mtt_expr is None
-            else:  # the emulator sees the macros expanded: WM * WN * 32 is 2 * 2 * 32 there
-                assert evaluate(written, constants(path.read_text()).values) == evaluate(decl.mtt_expr)
+            else:  # the emulator sees the macros expanded (WM * WN * 32 is 2 * 2 * 32 there),
+                # and a constexpr constant by its name (THREADS), resolved in the preprocessed file
+                assert evaluate(written, constants(path.read_text()).values) == evaluate(
+                    decl.mtt_expr, constants(pre).values)
 
 
 def test_the_emulator_reports_an_unbalanced_bracket_as_a_compile_error():

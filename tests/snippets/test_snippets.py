@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -432,7 +433,8 @@ def test_page_links_its_snippet_and_shows_the_command(page: str):
     text = (ROOT / "docs" / page).read_text()
     assert "\n## Run it\n" in text, f"{page}: no 'Run it' section"
     section = text.split("\n## Run it\n", 1)[1]
-    assert f"](../snippets/{name}.py)" in section, f"{page}: no link to snippets/{name}.py"
+    link = posixpath.relpath(f"snippets/{name}.py", posixpath.dirname(page) or ".")  # from the page's folder
+    assert f"]({link})" in section, f"{page}: no link to snippets/{name}.py"
     assert f"\npython snippets/{name}.py\n" in section, f"{page}: no command line"
     assert (ROOT / "snippets" / f"{name}.py").is_file()
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from .expressions import ExpressionError, evaluate
 from .lexer import Tok, assign_lines, tokenize
+from .macros import expand_kernel_macros
 from .tokens import (attribute_end, attribute_items, error, gnu_attribute_items, is_attribute_start,
                      match, match_back, next_sig, prev_sig, split_top_level, text)
 
@@ -264,7 +265,7 @@ def kernels(source: str | list[Tok], filename: str = "<source>") -> list[KernelS
     """Every kernel a source declares, in order; template kernels themselves are left
     out (their instantiations are listed)."""
     if isinstance(source, str):
-        toks = tokenize(source)
+        toks = tokenize(expand_kernel_macros(source, filename))
         assign_lines(toks, filename)
     else:
         toks = source
