@@ -78,6 +78,16 @@ print("printed by the snippet", 6 * 7)
 '''
 
 
+def test_the_installed_zensical_is_the_pinned_one():
+    """docs_hooks/page.py reads Zensical's page context as the pinned version defines it."""
+    import tomllib
+    from importlib.metadata import version
+
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["test"]
+    [pin] = [d for d in extra if d.startswith("zensical")]
+    assert pin == f"zensical=={version('zensical')}", f"installed {version('zensical')}, pinned {pin}"
+
+
 def _fixture_site(root: Path) -> Path:
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     config["site_name"] = "Fixture"
