@@ -34,8 +34,6 @@ def test_a_wrong_answer_fails_on_the_gpu_with_its_element(monkeypatch):
     assert report.problem.kind == "wrong" and "computed by threadgroup" in " ".join(report.text().split())
 
 
-@pytest.mark.xfail(reason="the emulator attributes some out-of-bounds reads to an earlier line of the kernel "
-                          "(here the line that computes the row instead of the line that reads A)", strict=False)
 def test_an_out_of_bounds_hint_quotes_the_line_of_the_access(monkeypatch):
     monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "emulator")
     exercise = next(e for e in EXERCISES if e.name == "scale_add")

@@ -32,6 +32,18 @@ CXXFLAGS = ["-std=c++17", "-O2", "-g", "-fPIC", "-w", "-fno-strict-aliasing", "-
 # extra flags for the kernel and runtime compiles (part of every cache key), e.g. -march=native
 CXXFLAGS += os.environ.get("GEMMGLOSSARY_EMULATOR_CXXFLAGS", "").split()
 
+
+
+def cxxflags(ver: str) -> list[str]:
+    """CXXFLAGS for the compiler whose ``--version`` is ``ver``. g++ gets -g1 for -g: line
+    tables with their inline chains, which is all the reports read (addr2line -i), at about
+    a third less compile time than full debug info; clang++ keeps -g (its -g1 drops the
+    kernel's lines of inlined library code, which the macOS symbolizer needs)."""
+    if "clang" in ver:
+        return list(CXXFLAGS)
+    return ["-g1" if f == "-g" else f for f in CXXFLAGS]
+
+
 stats = {"compiles": 0, "cache_hits": 0}
 
 
@@ -100,14 +112,14 @@ def precompiled_shim_flags(cxx: str, ver: str) -> list[str]:
     every kernel.cpp parses), building it once per compiler and flags; [] if it cannot be
     built (the compile then parses the header, with the same result)."""
     clang = "clang" in ver
-    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(CXXFLAGS)).encode()).hexdigest()[:16]
+    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(cxxflags(ver))).encode()).hexdigest()[:16]
     # g++ finds <dir>/mslemu.h.gch/*.gch by itself and takes the one built with these flags
     out = generated_dir() / (f"mslemu-{key}.pch" if clang else f"mslemu.h.gch/{key}.gch")
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.{os.getpid()}")
         includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
-        r = subprocess.run([cxx, *CXXFLAGS, *includes, "-x", "c++-header", str(SHIM_DIR / "mslemu.h"), "-o", str(tmp)],
+        r = subprocess.run([cxx, *cxxflags(ver), *includes, "-x", "c++-header", str(SHIM_DIR / "mslemu.h"), "-o", str(tmp)],
                            capture_output=True, text=True)
         if r.returncode:
             tmp.unlink(missing_ok=True)
@@ -118,12 +130,12 @@ def precompiled_shim_flags(cxx: str, ver: str) -> list[str]:
 
 def runtime_object() -> Path:
     cxx, ver = compiler()
-    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(CXXFLAGS)).encode()).hexdigest()[:16]
+    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(cxxflags(ver))).encode()).hexdigest()[:16]
     out = cache_root() / f"runtime-{key}.o"
     if _cache.read_file_entry(out):
         return out
     tmp = out.with_name(f".{out.name}.{os.getpid()}")
-    r = subprocess.run([cxx, *CXXFLAGS, "-fexceptions", "-I", str(SHIM_DIR), "-c", str(RUNTIME_SRC), "-o", str(tmp)],
+    r = subprocess.run([cxx, *cxxflags(ver), "-fexceptions", "-I", str(SHIM_DIR), "-c", str(RUNTIME_SRC), "-o", str(tmp)],
                        capture_output=True, text=True)
     if r.returncode:
         raise CompileError("the emulator runtime failed to compile:\n" + r.stderr[-4000:])
@@ -238,7 +250,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     if len(re.findall(r"\btemplate\s*\[\[", pre)) <= 4:
         kernel = None
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
-    key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(CXXFLAGS)]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(cxxflags(ver))]).encode()).hexdigest()[:24]
     d = cache_root() / key
     entry = _cache.read_kernel_entry(d)  # verified, or None (a damaged entry is rebuilt, with a warning)
     if entry:
@@ -263,7 +275,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     rt = runtime_object()
     tmp = d / f".kernel.so.{os.getpid()}"
     includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
-    cmd = [cxx, *CXXFLAGS, *precompiled_shim_flags(cxx, ver), "-shared", *includes, str(src), str(rt), "-o", str(tmp)]
+    cmd = [cxx, *cxxflags(ver), *precompiled_shim_flags(cxx, ver), "-shared", *includes, str(src), str(rt), "-o", str(tmp)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     stats["compiles"] += 1
     if r.returncode:
