@@ -1,7 +1,9 @@
-"""mkdocs hook: kernel excerpts checked against the excerpt lock.
+"""mkdocs hook: what the kernel excerpts need from MkDocs itself.
 
-Kept as thin as pydantic-ai's docs hooks: the logic, and its tests, live in
-``gemmglossary.docs_hooks.excerpts``.
+Checking and expanding excerpts is the Markdown extension gemmglossary.docs_hooks.excerpts
+(listed under markdown_extensions, so Zensical runs it too). This hook materializes the
+pinned MLX files, reports every page's excerpt problems at once and publishes the quoted
+kernels: see ``gemmglossary.docs_hooks.excerpts_hook``.
 """
 
-from gemmglossary.docs_hooks.excerpts import on_config, on_files, on_page_markdown  # noqa: F401
+from gemmglossary.docs_hooks.excerpts_hook import on_config, on_files  # noqa: F401

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "gemmglossary.run",
     "gemmglossary.bench",
     "gemmglossary.exercises.cli",
+    "gemmglossary.docs_hooks.zensical_site",
 )
 
 EXIT_STATUS = """\

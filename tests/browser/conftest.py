@@ -89,11 +89,13 @@ def page(context):
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory, chromium_executable) -> Path:
-    """The real site, built strictly. Depends on chromium so a skip costs no build.
+def built_site(request, chromium_executable) -> Path:
+    """The real site, built strictly: the session's build (tests/conftest.py's
+    ``mkdocs_site``, shared with the other suites). Depends on chromium so a skip costs
+    no build.
 
     BROWSER_SITE_DIR may name a site already built from this tree with
-    ``mkdocs build --strict`` (say, by an earlier CI step) to save a second build.
+    ``mkdocs build --strict`` (say, by an earlier CI step) to save the build.
     """
     prebuilt = os.environ.get("BROWSER_SITE_DIR")
     if prebuilt:
@@ -101,12 +103,10 @@ def built_site(tmp_path_factory, chromium_executable) -> Path:
         if not (site_dir / "index.html").is_file():
             pytest.fail(f"BROWSER_SITE_DIR={prebuilt} holds no built site", pytrace=False)
         return site_dir
-    site_dir = tmp_path_factory.mktemp("site")
-    try:
-        sitechecks.build_site(ROOT / "mkdocs.yml", site_dir, strict=True)
-    except RuntimeError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    return site_dir
+    build = request.getfixturevalue("mkdocs_site")
+    if build.run.returncode != 0:
+        pytest.fail(f"mkdocs build --strict failed:\n{build.log}", pytrace=False)
+    return build.site
 
 
 @pytest.fixture(scope="session")

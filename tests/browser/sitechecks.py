@@ -359,7 +359,8 @@ _CODE_BLOCKS_JS = """() => Array.from(document.querySelectorAll('.md-content .hi
     return {title: title ? title.textContent.trim() : null, numbers: numbers, lines: lines};
 })"""
 
-_TITLE_RANGE = re.compile(r"lines\s+(\d+)\s*[–-]\s*(\d+)")
+#: "lines 10–12", or "line 7" for a one-line excerpt.
+_TITLE_RANGE = re.compile(r"lines\s+(\d+)\s*[–-]\s*(\d+)|\bline\s+(\d+)\b")
 
 
 def code_blocks(page) -> list[dict]:
@@ -371,7 +372,10 @@ def _title_matches(title: str | None, file: str, start: int, end: int) -> bool:
     if not title:
         return False
     m = _TITLE_RANGE.search(title)
-    if not m or (int(m.group(1)), int(m.group(2))) != (start, end):
+    if not m:
+        return False
+    shown = (int(m.group(1)), int(m.group(2))) if m.group(1) else (int(m.group(3)),) * 2
+    if shown != (start, end):
         return False
     return file in title or Path(file).name in title
 

@@ -85,6 +85,13 @@ def test_range_past_end_names_the_file_length(locked):
     assert "unused" in problems  # the 5–11 entry
 
 
+@pytest.mark.parametrize("rng, where", [("1:4", "ends on a blank line (4)"), ("4:6", "starts on a blank line (4)")])
+def test_a_range_with_a_blank_edge_line_is_refused(project, rng, where):
+    project.page("index.md", f'```metal\n--8<-- "kernels/add.metal:{rng}"\n```\n')
+    problems = [str(q) for q in check().problems if q.kind == "range"]
+    assert len(problems) == 1 and where in problems[0], problems
+
+
 def test_reversed_and_empty_ranges(project):
     project.page("index.md", '```metal\n--8<-- "kernels/add.metal:9:5"\n```\n')
     _, msg = only(check(), "range")

@@ -1,28 +1,27 @@
-"""What the hook emits for an excerpt block (title, linenums, markers, source link)."""
+"""What the excerpts extension emits for an excerpt block (title, linenums, markers, source link)."""
 
 from __future__ import annotations
 
 import pytest
-from mkdocs.exceptions import PluginError
 
-from gemmglossary.docs_hooks import excerpts as hook
+from gemmglossary.docs_hooks.excerpts import ExcerptError, expand_page
+from gemmglossary.docs_hooks.page import PageRef
 from gemmglossary.excerpts.render import add_markers, comment_states
+from gemmglossary.excerpts.update import update
 
 from .conftest import PAGE
 
 
-class FakeFile:
-    def __init__(self, src_uri):
-        self.src_uri = src_uri
+def render(markdown, src_uri="index.md", *, lock=True):
+    """The expansion of ``markdown`` as page ``src_uri``, written to docs/ and locked first."""
+    from gemmglossary.paths import project_root
 
-
-class FakePage:
-    def __init__(self, src_uri):
-        self.file = FakeFile(src_uri)
-
-
-def render(markdown, src_uri="index.md"):
-    return hook.on_page_markdown(markdown, FakePage(src_uri), None, None)
+    path = project_root() / "docs" / src_uri
+    if lock:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(markdown, encoding="utf-8")
+        assert update().ok
+    return expand_page(markdown, PageRef(src_uri, path if lock else None, "test"))
 
 
 def test_comment_states():
@@ -102,5 +101,5 @@ def test_pages_without_excerpts_are_untouched(project):
 
 
 def test_invalid_excerpt_fails_the_page(project):
-    with pytest.raises(PluginError, match=r"docs/index.md:2: kernels/add.metal lines 5–99: range past the end"):
-        render('```metal\n--8<-- "kernels/add.metal:5:99"\n```\n')
+    with pytest.raises(ExcerptError, match=r"docs/index.md:2: kernels/add.metal lines 5–99: range past the end"):
+        render('```metal\n--8<-- "kernels/add.metal:5:99"\n```\n', lock=False)

@@ -21,7 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import jupytext
 import pytest
@@ -199,11 +199,16 @@ def _build(root: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_site_config_executes_without_allowing_errors():
+def test_site_config_renders_the_notebooks_the_project_executed(tmp_path: Path):
+    """mkdocs-jupyter does not execute: it renders the notebook the project executed (once,
+    for MkDocs and Zensical), which its include pattern must match."""
+    from gemmglossary.docs_hooks.snippet_pages import notebook_path
+
     plugin = _site_plugin_config()
-    assert plugin["execute"] is True
-    assert plugin["allow_errors"] is False
-    assert plugin["include"] == ["snippets/*.py"]
+    assert plugin["execute"] is False
+    notebook = notebook_path(ROOT / "snippets" / "barriers.py", "0" * 64, tmp_path)
+    assert any(PurePath(notebook).match(pattern) for pattern in plugin["include"])
+    assert not any(PurePath(ROOT / "snippets" / "barriers.py").match(p) for p in plugin["include"])
 
 
 def test_cache_key_follows_what_the_snippet_uses(tmp_path: Path, monkeypatch):
@@ -250,7 +255,8 @@ def test_cache_key_follows_what_the_snippet_uses(tmp_path: Path, monkeypatch):
     second = snippets_hook.cache_key(uses_a)
     (root / "kernels" / "vendor.toml").write_text("mlx = '0.32.5'\n")
     assert snippets_hook.cache_key(uses_a) == second and snippets_hook.cache_key(uses_b) != keys["uses_b.py"]
-    assert snippets_hook.cache_dir_for(uses_a, second).is_relative_to(root / ".cache" / "mkdocs-jupyter" / "uses_a")
+    from gemmglossary.docs_hooks.snippet_pages import notebook_path
+    assert notebook_path(uses_a, second).is_relative_to(root / ".cache" / "snippets" / "uses_a")
 
 
 ALONE = '''\
@@ -277,6 +283,11 @@ def test_tiny_site_renders_and_re_executes_only_what_changed(tmp_path: Path):
     proc = _build(root)
     assert proc.returncode == 0, proc.stderr[-5000:]
     assert sorted(_executions(root)) == ["alone", "good"]
+    # Kernels run over IPC: no "Kernel is running over TCP without encryption" per snippet,
+    # and their sockets live in Jupyter's runtime folder, not in the site's folders.
+    assert "without encryption" not in proc.stdout + proc.stderr
+    assert "[IPKernelApp] WARNING" not in proc.stdout + proc.stderr
+    assert not [p for p in root.rglob("*") if "ipc" in p.name], "kernel sockets left in the project"
     page = root / "site" / "snippets" / "good" / "index.html"
     body = html.unescape(page.read_text())
 
@@ -303,19 +314,23 @@ def test_tiny_site_renders_and_re_executes_only_what_changed(tmp_path: Path):
     assert sorted(_executions(root)) == ["alone", "good", "good"]
     assert "KERNEL // version 2" in html.unescape(page.read_text())
 
-    # A failed build keeps the good output: going back is a cache hit. And a damaged
-    # cached output (a build killed while writing it) is replaced, saying so.
+    # A failed build keeps the good output: going back is a cache hit. A damaged executed
+    # notebook or rendered page (a build killed while writing it) is replaced, saying so.
     (root / "kernels" / "k.metal").write_text("// break\n")
     assert _build(root).returncode != 0, "the snippet raises: the build fails"
     (root / "kernels" / "k.metal").write_text("// version 2\n")
-    [cached] = (root / ".cache" / "mkdocs-jupyter" / "alone").glob("*/*.json")
-    cached.write_text(cached.read_text()[:100])
+    [notebook] = (root / ".cache" / "snippets" / "alone").glob("*.ipynb")
+    notebook.write_text(notebook.read_text()[:100])
+    rendered = sorted((root / ".cache" / "mkdocs-jupyter").glob("*.json"))
+    assert rendered, "mkdocs-jupyter keeps its rendered pages"
+    rendered[0].write_text(rendered[0].read_text()[:100])
     proc = _build(root)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(_executions(root)) == ["alone", "alone", "good", "good", "good"], "good: no re-execution"
     assert "KERNEL // version 2" in html.unescape(page.read_text())
-    assert f"snippet output cache {cached} cannot be read" in proc.stderr and "Traceback" not in proc.stderr
-    assert len(list((root / ".cache" / "mkdocs-jupyter" / "good").iterdir())) <= snippets_hook.KEEP
+    assert f"executed snippet {notebook} cannot be read" in proc.stderr and "Traceback" not in proc.stderr
+    assert f"snippet page cache {rendered[0]} cannot be read" in proc.stderr
+    assert len(list((root / ".cache" / "snippets" / "good").glob("*.ipynb"))) <= snippets_hook.KEEP
 
 
 @pytest.mark.slow
@@ -339,15 +354,8 @@ FIGURES = {
 
 
 @pytest.mark.slow
-def test_real_site_renders_every_snippet(tmp_path: Path):
-    env = _env(NO_MKDOCS_2_WARNING="1")
-    env.pop("GEMMGLOSSARY_ROOT", None)
-    site = tmp_path / "site"
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
-         "-d", str(site)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )
+def test_real_site_renders_every_snippet(mkdocs_site):
+    proc, site = mkdocs_site.run, mkdocs_site.site
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     for path in SNIPPETS:
         page = site / "snippets" / path.stem / "index.html"

@@ -1,77 +1,73 @@
-"""The mkdocs hook (registered by docs/.hooks/excerpts.py).
+"""Kernel excerpts, checked against the lock and expanded: a Python-Markdown extension.
 
-- ``on_config``: materialize the pinned MLX files (``gemmglossary.vendor.ensure``), so a
-  fresh checkout builds without a separate step; a vendored file that differs from its
-  pin stops the build with its name (it is never silently restored).
-- ``on_files``: check every excerpt of the pages being built against the lock and fail
-  the build (``PluginError``, also without ``--strict``) on any problem; publish each
-  quoted first-party kernel as a static file at its repository path (``kernels/x.metal``).
-- ``on_page_markdown``: expand each excerpt block into a titled, line-numbered,
-  annotated code block with a source link (see :mod:`.render`).
+Listed under ``markdown_extensions`` in mkdocs.yml (``gemmglossary.docs_hooks.excerpts``),
+so MkDocs and Zensical run this same code on every page (issue #21). For each page it:
+
+1. finds the excerpt blocks and stray excerpt lines (:mod:`gemmglossary.excerpts.blocks`);
+2. checks each against its file and against the lock entry *of this page*
+   (:func:`gemmglossary.excerpts.check.check_page`: range, attributes, moved, changed,
+   unlocked, a lock entry of the page no block uses, a stray ``--8<--`` line) and stops
+   the build on any problem, naming ``docs/<page>:<line>`` of the page's own file;
+3. replaces each block by a titled, line-numbered, annotated code block with a source
+   link (:mod:`gemmglossary.excerpts.render`).
+
+The lock is keyed by page, so the page must be known: :mod:`.page` reads it from each
+engine (MkDocs' ``relpath`` tree processor, Zensical's ``rendering_context``). A
+Markdown instance that no engine set up has no page, and a page of it that quotes a
+kernel is refused rather than expanded unchecked.
+
+Source links of first-party kernels are relative to the page's *source* file
+(``../kernels/x.metal`` from ``glossary/x.md``): both engines turn such a link into a
+link relative to the page's URL (checked for both in tests/zensical), and both publish
+the kernel at ``kernels/x.metal`` of the site (the MkDocs hook, :mod:`.excerpts_hook`;
+the Zensical staging step, :mod:`.zensical_site`). MLX excerpts link the pinned upstream
+file.
+
+What needs the whole build, not one page, stays with the MkDocs hook: every page's
+problems reported at once before rendering, and lock entries of deleted pages.
+``gemmglossary excerpts check`` (and tests/excerpts/test_repo_lock.py) check those for
+any engine.
 """
 
 from __future__ import annotations
 
-import mimetypes
 import posixpath
-from pathlib import Path
+from dataclasses import replace
 
-from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File, Files
+from markdown import Extension
+from markdown.preprocessors import Preprocessor
 
 from .. import vendor
-from ..paths import project_root
-from ..excerpts.blocks import Block, find_blocks
-from ..excerpts.lock import LockError, lock_path
-from ..excerpts.check import VENDOR_PREFIX, FileCache, check, check_excerpt, display_path
+from ..excerpts.blocks import Block, scan
+from ..excerpts.check import VENDOR_PREFIX, FileCache, check_page, display_path, interrupted, load_lock
+from ..excerpts.lock import LockError
+from ..excerpts.notes import notes_for
 from ..excerpts.render import expand, link_text, source_link
+from ..paths import project_root
+from .page import PageRef, current_page
+
+try:  # MkDocs prints a BuildError as a message, not a traceback; Zensical prints any error.
+    from mkdocs.exceptions import PluginError as _BuildError
+except ImportError:  # pragma: no cover - mkdocs is a dependency of the package
+    _BuildError = RuntimeError  # type: ignore[misc,assignment]
 
 MLX_PREFIX = VENDOR_PREFIX + vendor.MLX_KERNELS_SUBPATH + "/"
+#: Runs before every other preprocessor (facts are 40, whitespace normalisation 30,
+#: SuperFences 25), on the page's lines as the engine gives them.
+PRIORITY = 45
 
 
-def _fail(title: str, problems: list) -> PluginError:
+class ExcerptError(_BuildError):
+    """Kernel excerpts that cannot be shown as they are; the message lists each problem."""
+
+
+def failure(title: str, problems: list) -> ExcerptError:
     listed = "\n".join(f"  {p}" for p in problems)
-    return PluginError(f"{title}:\n{listed}")
+    return ExcerptError(f"{title}:\n{listed}")
 
 
-def on_config(config):
-    try:
-        vendor.ensure()
-    except vendor.VendorError as exc:
-        raise PluginError(f"the MLX files the pages quote: {exc}") from None
-    # `mkdocs serve` shows published kernels as text instead of offering a download.
-    mimetypes.add_type("text/plain", ".metal")
-    # `mkdocs serve` rebuilds when a kernel or the lock changes, not only the pages.
-    config.watch.extend(str(p) for p in (project_root() / "kernels", lock_path()) if p.exists())
-    return config
-
-
-def on_files(files: Files, config) -> Files:
-    root = project_root()
-    # The lock covers Markdown pages (notebook pages such as snippets/*.py quote no excerpts).
-    pages = {f.src_uri: f.content_string for f in files.documentation_pages() if f.src_uri.endswith(".md")}
-    try:
-        report = check(root, docs_dir=Path(config.docs_dir), pages=pages)
-    except LockError as exc:
-        raise PluginError(str(exc)) from None
-    docs_dir = Path(config.docs_dir)
-    # Lock entries of pages that exist but are not built (exclude_docs) are not this build's business.
-    problems = [q for q in report.problems
-                if not (q.kind == "unused" and q.page not in pages and (docs_dir / q.page).is_file())]
-    if problems:
-        raise _fail(f"{len(problems)} kernel excerpt problem(s) "
-                    "(see src/gemmglossary/excerpts/)", problems)
-    published = {f.src_uri for f in files}
-    for ex in report.excerpts:
-        file = ex.block.file
-        if file.startswith(VENDOR_PREFIX) or file in published:
-            continue
-        files.append(File.generated(config, file, abs_src_path=str(root / file)))
-        published.add(file)
-    return files
-
-
-def _link(block: Block, page_src_uri: str) -> str:
+def source_link_for(block: Block, page_src_uri: str) -> str:
+    """The Markdown source link of one block on one page."""
     if block.file.startswith(MLX_PREFIX):
         pins = vendor.load_pins()
         rel = block.file[len(MLX_PREFIX):]
@@ -83,16 +79,66 @@ def _link(block: Block, page_src_uri: str) -> str:
     return source_link(text, url)
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:
-    src_uri = page.file.src_uri
-    blocks = find_blocks(markdown)
-    if not blocks:
-        return markdown
-    cache = FileCache(project_root())
-    problems = [
-        q for b in blocks for q in check_excerpt(src_uri, b, cache, None).problems
-        if q.kind in {"malformed", "missing-file", "vendored", "range"}
-    ]
+def _with_file_lines(page: PageRef, scanned):
+    """The blocks and strays with page lines of the page's own file.
+
+    Both engines hand extensions the page without its front matter, so line numbers of
+    the converted text are short by the front matter's length; the k-th block of the
+    text is the k-th block of the file."""
+    blocks, strays = scanned
+    try:
+        on_disk = scan(page.path.read_text(encoding="utf-8")) if page.path else None
+    except (OSError, UnicodeDecodeError):
+        on_disk = None
+    if on_disk is None or len(on_disk[0]) != len(blocks) or len(on_disk[1]) != len(strays):
+        return scanned
+    return ([replace(b, line_index=f.line_index) for b, f in zip(blocks, on_disk[0])],
+            [replace(s, index=f.index) for s, f in zip(strays, on_disk[1])])
+
+
+def expand_page(text: str, page: PageRef | None) -> str:
+    """Check and expand every excerpt of one page's Markdown; raise ExcerptError on any problem."""
+    scanned = scan(text)
+    if not scanned[0] and not scanned[1]:
+        return text
+    if page is None:
+        raise ExcerptError(
+            "kernel excerpts are expanded only on a page MkDocs or Zensical is building: the "
+            "excerpt lock is keyed by page, and this Markdown conversion did not say which page "
+            "it is, so the excerpts cannot be checked")
+    root = project_root()
+    if any(b.file and b.file.startswith(VENDOR_PREFIX) for b in scanned[0]):
+        try:
+            vendor.ensure()
+        except vendor.VendorError as exc:
+            raise ExcerptError(f"the MLX files docs/{page.src_uri} quotes: {exc}") from None
+    try:
+        lock = load_lock(root)
+    except LockError as exc:
+        raise ExcerptError(str(exc)) from None
+    files = FileCache(root)
+    _, problems = check_page(page.src_uri, text, files, lock, _with_file_lines(page, scanned))
+    problems = interrupted(root) + problems
     if problems:
-        raise _fail(f"cannot expand the kernel excerpts of docs/{src_uri}", problems)
-    return expand(markdown, lambda f: cache.lines(f)[0], lambda b: _link(b, src_uri))
+        raise failure(f"{len(problems)} kernel excerpt problem(s) on docs/{page.src_uri} "
+                      "(see src/gemmglossary/excerpts/; `gemmglossary excerpts check` lists them all)",
+                      problems)
+    return expand(text, lambda f: files.lines(f)[0], lambda b: source_link_for(b, page.src_uri),
+                  notes_for)
+
+
+class ExcerptsPreprocessor(Preprocessor):
+    def run(self, lines: list[str]) -> list[str]:
+        text = "\n".join(lines)
+        out = expand_page(text, current_page(self.md))
+        return lines if out is text else out.split("\n")
+
+
+class ExcerptsExtension(Extension):
+    def extendMarkdown(self, md):
+        md.preprocessors.register(ExcerptsPreprocessor(md), "gemmglossary_excerpts", PRIORITY)
+
+
+def makeExtension(**kwargs):
+    return ExcerptsExtension(**kwargs)
+

@@ -15,9 +15,9 @@ with the page and line of the fact.
 
 It is a Markdown extension (``markdown_extensions: [gemmglossary.docs_hooks.facts]`` in
 mkdocs.yml), not an MkDocs hook, so any engine that runs Python-Markdown extensions
-(Zensical too, issue #21) expands facts the same way. The page name comes from MkDocs'
-own ``relpath`` tree processor when MkDocs is the engine; elsewhere errors name the line
-of the text being converted.
+(Zensical too, issue #21) expands facts the same way. Errors name the page's own line
+when the engine says which page it is converting (:mod:`.page`: MkDocs and Zensical
+do); elsewhere, the line of the text being converted.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from .. import traffic, vendor
 from ..mlx import matmul as mm
 from ..mlx import affine
 from ..mlx import quantized as mq
+from .page import current_page
 
 #: A fact: ``{{fact`` NAME then ``key=value`` words, closed by ``}}`` on the same line.
 FACT = re.compile(r"\{\{fact\b(?P<body>[^{}\n]*)\}\}")
@@ -531,19 +532,12 @@ class FactsPreprocessor(Preprocessor):
 
 
 def _page_file(md) -> tuple[str, str] | None:
-    """(``docs/<page>``, absolute path) of the page MkDocs is converting, or None.
-
-    MkDocs registers a ``relpath`` tree processor holding the page's File before it
-    converts; that is the only place Python-Markdown can learn which page it is on."""
-    try:
-        proc = md.treeprocessors["relpath"]
-    except (KeyError, AttributeError):
+    """(``docs/<page>``, path of its file) of the page being converted, or None
+    (:mod:`.page` reads it from MkDocs or Zensical)."""
+    page = current_page(md)
+    if page is None or page.path is None:
         return None
-    file = getattr(proc, "file", None)
-    src, path = getattr(file, "src_uri", None), getattr(file, "abs_src_path", None)
-    if not src or not path:
-        return None
-    return f"docs/{src}", path
+    return page.label, str(page.path)
 
 
 class FactsExtension(Extension):

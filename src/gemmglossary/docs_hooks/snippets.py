@@ -1,28 +1,28 @@
 """mkdocs hook for the runnable snippets (``snippets/*.py``, jupytext percent format).
 
-mkdocs-jupyter executes each snippet at build time and renders it as a page. Three
-things are done here, before that plugin runs:
+Each snippet is executed by the project's own step (:mod:`.snippet_pages`: jupytext and
+nbclient, cached per snippet by its inputs), the same executed notebook that the Zensical
+build shows; mkdocs-jupyter renders it as the snippet's page (``execute: false``). Here:
 
 1. **Publish the snippets.** ``snippets/`` lives at the repository root (readers run
    ``python snippets/<name>.py``), outside ``docs_dir``. ``on_files`` adds each snippet
-   as ``snippets/<name>.py`` with a priority above the default, so it runs before
-   mkdocs-jupyter's own ``on_files`` turns matching files into notebook pages.
-2. **Re-execute a snippet when, and only when, something it uses changed.**
-   mkdocs-jupyter caches a rendered page under a key made from the notebook's bytes and
-   its own options only, so an edited kernel would keep serving stale outputs. Each
-   snippet gets its own cache folder, ``.cache/mkdocs-jupyter/<name>/<key>/``, named by
-   :func:`cache_key`: a hash of the snippet and of its inputs
-   (:mod:`.snippet_inputs`: the kernels it reads, the tooling it imports). ``on_pre_page``
-   points the plugin's ``cache_dir`` at that folder just before the plugin renders the
-   page, so editing one kernel re-executes only the snippets that read it. A cached
-   output that cannot be read (a build killed while writing it) is deleted with a
-   warning and the snippet re-executed. Older folders are pruned only after a
-   successful build, keeping the last few per snippet: a failed build loses no good
-   output, and going back to a recent state is a cache hit.
-3. **Execute with this Python.** ``JUPYTER_PATH`` is prefixed with this interpreter's
-   ``share/jupyter`` so the ``python3`` kernelspec installed in the virtual environment
-   wins over any per-user one; jupyter_client runs that spec (``argv[0] == "python"``)
-   with ``sys.executable``, the interpreter running mkdocs.
+   as the page ``snippets/<name>.py`` whose file is its executed notebook
+   (``.cache/snippets/<name>/<key>.ipynb``, which mkdocs-jupyter's ``include`` pattern
+   matches), with a priority above the default, so it runs before mkdocs-jupyter's own
+   ``on_files`` turns matching files into notebook pages; and the snippet itself as
+   ``snippets/<name>/<name>.py``, next to its page, for download.
+2. **Execute when, and only when, something the snippet uses changed.** The notebook's
+   name is :func:`cache_key`: a hash of the snippet and of its inputs
+   (:mod:`.snippet_inputs`: the kernels it reads, the tooling it imports).
+   ``on_pre_page`` executes it, just before mkdocs-jupyter renders the page, if no
+   notebook of that key is kept (a snippet that raises fails the build); so editing one
+   kernel re-executes only the snippets that read it. mkdocs-jupyter's own cache of the
+   rendered page is keyed by the notebook's bytes, so it follows. A cached page or
+   notebook that cannot be read (a build killed while writing it) is deleted, saying
+   so, and made again. Old notebooks are pruned only after a successful build, keeping
+   the last few per snippet: a failed build loses no good output.
+3. **Copyable cells.** ``on_page_content`` gives notebook code cells the ``<code>``
+   element Material mounts its copy button on.
 
 The thin file ``docs/.hooks/snippets.py`` re-exports these functions.
 """
@@ -32,28 +32,23 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-import shutil
-import sys
 from pathlib import Path
 
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 
 from ..paths import project_root
 from .snippet_inputs import snippet_inputs
+from .snippet_pages import KEEP, KEY_LENGTH, SnippetError, ensure_executed, notebook_path, prune  # noqa: F401
 
 log = logging.getLogger("mkdocs.hooks.snippets")
 
 PLUGIN_NAME = "mkdocs-jupyter"
 SNIPPETS_DIR = "snippets"
-CACHE_DIR = Path(".cache") / "mkdocs-jupyter"
-#: Cache folders are named by the first characters of the key.
-KEY_LENGTH = 16
-#: Cache folders kept per snippet after a successful build (the newest ones).
-KEEP = 3
-_KEY_DIR = re.compile(rf"^[0-9a-f]{{{KEY_LENGTH}}}$")
+#: mkdocs-jupyter's cache of rendered pages (keyed by the executed notebook's bytes).
+RENDERED_CACHE = Path(".cache") / "mkdocs-jupyter"
 
 
 def snippet_paths(root: Path | None = None) -> list[Path]:
@@ -95,11 +90,6 @@ def cache_key(snippet: Path, root: Path | None = None) -> str:
     return h.hexdigest()
 
 
-def cache_dir_for(snippet: Path, key: str, root: Path | None = None) -> Path:
-    root = project_root() if root is None else root
-    return root / CACHE_DIR / snippet.stem / key[:KEY_LENGTH]
-
-
 def _jupyter_plugin(config):
     plugin = config["plugins"].get(PLUGIN_NAME)
     if plugin is None:
@@ -109,21 +99,37 @@ def _jupyter_plugin(config):
     return plugin
 
 
-#: Cache folder of each snippet page for the current build, by the page's src_uri.
-_folders: dict[str, Path] = {}
+#: The snippet and its executed notebook for the current build, by the page's src_uri.
+_notebooks: dict[str, tuple[Path, Path]] = {}
+
+
+#: mkdocs-jupyter's loggers. At INFO they print two or three lines per snippet page on every
+#: build ("Converting notebook", "Cache hit: <path>", "Cache miss, writing: <path>", the path
+#: being the notebook read, not the page written): nothing a writer acts on. What was
+#: executed is said by this hook ("executed snippets/x.py"); their warnings still show.
+PLUGIN_LOGGERS = ("mkdocs.plugins.mkdocs_jupyter", "mkdocs.mkdocs-jupyter")
+
+
+def _quiet_plugin_log() -> None:
+    if logging.getLogger("mkdocs").isEnabledFor(logging.DEBUG):
+        return  # mkdocs build --verbose: everything
+    for name in PLUGIN_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def on_config(config):
-    _jupyter_plugin(config)
+    plugin = _jupyter_plugin(config)
+    if plugin.config["execute"]:
+        raise PluginError(f"{PLUGIN_NAME} must not execute the snippets (execute: false): the "
+                          "project executes each once, for MkDocs and Zensical alike (see "
+                          "src/gemmglossary/docs_hooks/snippet_pages.py)")
+    _quiet_plugin_log()
     root = project_root()
-    _folders.clear()
+    # Its rendered pages, in the project's cache folder whatever folder mkdocs runs from.
+    plugin.config["cache_dir"] = str(root / RENDERED_CACHE)
+    _notebooks.clear()
     for path in snippet_paths(root):
-        _folders[f"{SNIPPETS_DIR}/{path.name}"] = cache_dir_for(path, cache_key(path, root), root)
-
-    here = str(Path(sys.prefix) / "share" / "jupyter")
-    paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
-    if here not in paths:
-        os.environ["JUPYTER_PATH"] = os.pathsep.join([here, *paths])
+        _notebooks[f"{SNIPPETS_DIR}/{path.name}"] = (path, notebook_path(path, cache_key(path, root), root))
 
     # `mkdocs serve` rebuilds when a snippet or a kernel changes.
     for folder_name in (SNIPPETS_DIR, "kernels"):
@@ -134,7 +140,7 @@ def on_config(config):
 
 
 def _drop_damaged(folder: Path) -> None:
-    """Delete cached outputs that mkdocs-jupyter could not read, saying so."""
+    """Delete cached pages that mkdocs-jupyter could not read, saying so."""
     for cached in folder.glob("*.json"):
         try:
             data = json.loads(cached.read_text(encoding="utf-8"))
@@ -143,47 +149,54 @@ def _drop_damaged(folder: Path) -> None:
             ok = False
         if not ok:
             # Not a warning: nothing for the writer to fix, and --strict would fail the build.
-            log.info("snippet output cache %s cannot be read (a build stopped while writing it?): "
-                     "deleted, the snippet is executed again", cached)
+            log.info("snippet page cache %s cannot be read (a build stopped while writing it?): "
+                     "deleted, the page is rendered again", cached)
             cached.unlink()
+
+
+def on_pre_build(config):
+    plugin = _jupyter_plugin(config)
+    if plugin.config["cache"]:
+        _drop_damaged(Path(plugin.config["cache_dir"]))
 
 
 @event_priority(50)  # before mkdocs-jupyter (priority 0) renders the page
 def on_pre_page(page, config, files):
-    folder = _folders.get(page.file.src_uri)
-    if folder is not None:
-        _jupyter_plugin(config).config["cache_dir"] = str(folder)
-        if folder.is_dir():
-            _drop_damaged(folder)
-            os.utime(folder)  # most recently used: pruned last
+    found = _notebooks.get(page.file.src_uri)
+    if found is not None:
+        snippet, notebook = found
+        # Again on the page's file: mkdocs-jupyter's wrapper (NotebookFile) computes its own
+        # abs_src_path from the URI, and its on_pre_page decides by that path.
+        page.file.abs_src_path = str(notebook)
+        try:
+            if ensure_executed(snippet, notebook):
+                log.info("executed %s", page.file.src_uri)
+        except SnippetError as exc:
+            raise PluginError(str(exc)) from None
     return page
 
 
 def on_post_build(config):
-    """After a successful build: keep the newest :data:`KEEP` folders of each snippet."""
-    root = project_root() / CACHE_DIR
-    for uri, current in _folders.items():
-        folders = [p for p in current.parent.glob("*") if p.is_dir() and _KEY_DIR.match(p.name)]
-        folders.sort(key=lambda p: (p == current, p.stat().st_mtime), reverse=True)
-        for old in folders[KEEP:]:
-            shutil.rmtree(old, ignore_errors=True)
-    for stale in root.glob("*") if root.is_dir() else ():
-        if stale.is_dir() and _KEY_DIR.match(stale.name):  # the layout before per-snippet folders
-            shutil.rmtree(stale, ignore_errors=True)
+    """After a successful build: keep the newest notebooks of each snippet."""
+    for snippet, notebook in _notebooks.values():
+        if notebook.is_file():
+            prune(snippet, notebook)
 
 
 @event_priority(50)  # before mkdocs-jupyter (priority 0) wraps notebook pages
 def on_files(files: Files, config) -> Files:
-    root = project_root()
-    for path in snippet_paths(root):
-        uri = f"{SNIPPETS_DIR}/{path.name}"
+    for uri, (snippet, notebook) in _notebooks.items():
         if files.get_file_from_path(uri) is None:
-            # A real file whose source directory is the repository root (not a generated
-            # one): mkdocs-jupyter wraps it and derives abs_src_path from src_dir.
-            files.append(
-                File(uri, src_dir=str(root), dest_dir=config["site_dir"],
-                     use_directory_urls=config["use_directory_urls"])
-            )
+            # The page's file is the executed notebook (mkdocs-jupyter reads it, and its
+            # include pattern matches it); its URI stays snippets/<name>.py, so the nav and
+            # the pages' links name the snippet.
+            page = File(uri, src_dir=str(snippet.parent.parent), dest_dir=config["site_dir"],
+                        use_directory_urls=config["use_directory_urls"])
+            page.abs_src_path = str(notebook)
+            files.append(page)
+        download = f"{SNIPPETS_DIR}/{snippet.stem}/{snippet.name}"
+        if files.get_file_from_path(download) is None:
+            files.append(File.generated(config, download, abs_src_path=str(snippet)))
     return files
 
 
@@ -198,7 +211,17 @@ def with_copyable_cells(html: str) -> str:
     return _NOTEBOOK_CODE_CELL.sub(r"\1<pre><code>\2</code></pre>", html)
 
 
+#: What mkdocs-jupyter appends to a page made from an ``.ipynb`` file: the notebook CSS
+#: once more, but as a Python list's repr (``<style>['pre { ... }']</style>``), which is no
+#: CSS. The same rules are already in the page, inlined by its template.
+_CSS_LIST_REPR = re.compile(r"\s*<style>\s*\[(?:'|\")[^<]*\]\s*</style>\s*$", re.S)
+
+
+def without_css_list_repr(html: str) -> str:
+    return _CSS_LIST_REPR.sub("\n", html)
+
+
 def on_page_content(html: str, page, config, files) -> str:
     if page.file.src_uri.startswith(f"{SNIPPETS_DIR}/") and page.file.src_uri.endswith(".py"):
-        return with_copyable_cells(html)
+        return with_copyable_cells(without_css_list_repr(html))
     return html

@@ -249,6 +249,15 @@ def check_excerpt(page: str, block: Block, files: FileCache, lock: dict | None) 
     else:
         range_ok = True
         ex.lines = lines[b.start - 1 : b.end]
+        # The highlighter of either engine drops leading and trailing blank lines, so the
+        # block would be titled with lines it does not show. (Not said of lines that drifted
+        # from their lock entry: the drift is the problem there.)
+        entry = None if lock is None else lock.get(ex.key)
+        for where, number in (("starts", b.start), ("ends", b.end)):
+            if (entry is None or entry.sha256 == ex.sha256) and not lines[number - 1].strip():
+                ex.problems.append(p("range", f"the range {where} on a blank line ({number}), which the "
+                                              "page would not show under its title: leave it out"))
+                break
         ex.sha256 = hash_lines(ex.lines)
         _attr_problems(ex, p)
     if lock is None or b.start < 1 or b.end < b.start:
@@ -311,6 +320,47 @@ def _stray_problem(page: str, stray: StrayLine) -> Problem:
                             "(a ```markdown or ```text fence shows the syntax)", page, stray.page_line)
 
 
+def load_lock(root: Path) -> dict | None:
+    """The lock's entries by key; None when there is no lock file (not an empty lock)."""
+    path = lock_path(root)
+    if not path.exists():
+        return None
+    return {e.key: e for e in read_lock(path)}
+
+
+def check_page(page: str, text: str, files: FileCache, lock: dict | None,
+               scanned: tuple[list[Block], list[StrayLine]] | None = None) -> tuple[list[Excerpt], list[Problem]]:
+    """Every excerpt and stray excerpt line of one page, checked (``lock`` None: no lock
+    file), plus the lock entries of this page that none of its excerpts uses.
+
+    ``scanned`` is ``scan(text)`` when the caller has it (with page lines of its own).
+    """
+    blocks, strays = scanned if scanned is not None else scan(text)
+    excerpts = [check_excerpt(page, block, files, lock) for block in blocks]
+    problems = [_stray_problem(page, stray) for stray in strays]
+    problems += [q for ex in excerpts for q in ex.problems]
+    if lock is None and excerpts:
+        problems.append(Problem("no-lock", f"missing: nothing to check the {len(excerpts)} excerpts of "
+                                           f"docs/{page} against; {RESTORE}"))
+    used = {ex.key for ex in excerpts}
+    for e in sorted(set((lock or {}).values())):
+        if e.page == page and e.key not in used:
+            problems.append(_unused(e, "the page no longer quotes this range"))
+    return excerpts, problems
+
+
+def _unused(e: Entry, why: str) -> Problem:
+    return Problem("unused", f"lock entry that no page uses ({why}); {UPDATE}",
+                   e.page, None, e.file, e.start, e.end)
+
+
+def interrupted(root: Path) -> list[Problem]:
+    if transaction.pending(root):
+        return [Problem("interrupted", "an `excerpts update` was interrupted while writing the pages "
+                        "and the lock; run `gemmglossary excerpts update` to finish it")]
+    return []
+
+
 def check(
     root: Path | None = None,
     *,
@@ -322,31 +372,23 @@ def check(
     ``entries`` (default: the lock file)."""
     root = root or project_root()
     docs_dir = docs_dir or root / "docs"
-    problems: list[Problem] = []
-    if transaction.pending(root):
-        problems.append(Problem("interrupted", "an `excerpts update` was interrupted while writing the pages "
-                                "and the lock; run `gemmglossary excerpts update` to finish it"))
+    problems: list[Problem] = interrupted(root)
     if pages is None:
         pages, unreadable = read_pages(docs_dir)
         problems += unreadable
-    no_lock = entries is None and not lock_path(root).exists()
-    if entries is None:
-        entries = read_lock(lock_path(root))
-    lock = None if no_lock else {e.key: e for e in entries}
+    lock = load_lock(root) if entries is None else {e.key: e for e in entries}
     files = FileCache(root)
     excerpts = []
     for page, text in sorted(pages.items()):
-        blocks, strays = scan(text)
-        excerpts += [check_excerpt(page, block, files, lock) for block in blocks]
-        problems += [_stray_problem(page, stray) for stray in strays]
+        found, page_problems = check_page(page, text, files, lock)
+        excerpts += found
+        problems += [q for q in page_problems if q.kind == "stray"]
     problems += [q for ex in excerpts for q in ex.problems]
-    if no_lock and excerpts:
+    if lock is None and excerpts:
         problems.append(Problem("no-lock", f"missing: nothing to check the {len(excerpts)} excerpts against; "
                                            f"{RESTORE}"))
     used = {ex.key for ex in excerpts}
-    for e in sorted(set(entries)):
+    for e in sorted(set((lock or {}).values())):
         if e.key not in used:
-            why = "the page no longer quotes this range" if e.page in pages else "no such page"
-            problems.append(Problem("unused", f"lock entry that no page uses ({why}); {UPDATE}",
-                                    e.page, None, e.file, e.start, e.end))
+            problems.append(_unused(e, "the page no longer quotes this range" if e.page in pages else "no such page"))
     return Report(excerpts, problems, len(pages))

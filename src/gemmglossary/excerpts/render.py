@@ -1,4 +1,4 @@
-"""Expand excerpt blocks into plain fenced code (what the mkdocs hook emits).
+"""Expand excerpt blocks into plain fenced code (what the excerpts Markdown extension emits).
 
 For ``--8<-- "kernels/matmul_tiled.metal:31:52"`` with ``annotate="36 44" hl_lines="40"``::
 
@@ -91,8 +91,11 @@ def _quote(value: str) -> str:
     return '"' + value.replace('"', "&quot;") + '"'
 
 
-def render_block(block: Block, all_lines: list[str], link: str) -> list[str]:
-    """The expanded lines (without indentation) replacing one block."""
+def render_block(block: Block, all_lines: list[str], link: str, notes: list[str] = ()) -> list[str]:
+    """The expanded lines (without indentation) replacing one block.
+
+    ``notes`` are Markdown fragments shown after the source link, on its line, each after
+    a middle dot (:mod:`.notes` says where they come from)."""
     start, end = block.start, block.end
     annotate = parse_numbers(block.attr("annotate"), ranges=False).numbers
     hl = parse_numbers(block.attr("hl_lines"), ranges=True).numbers
@@ -109,18 +112,23 @@ def render_block(block: Block, all_lines: list[str], link: str) -> list[str]:
     info.append(f'linenums="{start}"')
     if hl:
         info.append('hl_lines="' + " ".join(str(n - start + 1) for n in hl) + '"')
-    return [link, "", fence + " ".join(info), *code, fence]
+    head = " · ".join([link, *notes])
+    return [head, "", fence + " ".join(info), *code, fence]
 
 
-def expand(markdown: str, read_lines: Callable[[str], list[str]], link_for: Callable[[Block], str]) -> str:
+def expand(markdown: str, read_lines: Callable[[str], list[str]], link_for: Callable[[Block], str],
+           notes_for: Callable[[Block, list[str]], list[str]] | None = None) -> str:
     """Replace every excerpt block of a page by its expansion.
 
     ``read_lines(file)`` gives a file's lines; ``link_for(block)`` the Markdown source
-    link. Blocks must already be valid (the hook checks them first).
+    link; ``notes_for(block, file_lines)`` the notes shown after it. Blocks must already
+    be valid (the extension checks them first).
     """
     lines = markdown.split("\n")
     for block in reversed(find_blocks(markdown)):
-        new = render_block(block, read_lines(block.file), link_for(block))
+        all_lines = read_lines(block.file)
+        notes = notes_for(block, all_lines) if notes_for else []
+        new = render_block(block, all_lines, link_for(block), notes)
         ind = block.indent
         new = [ind + t if t else "" for t in new]
         if block.open_index > 0 and lines[block.open_index - 1].strip():

@@ -1,0 +1,214 @@
+"""The project's own step for the snippet pages: each snippet executed once, for any engine.
+
+A snippet (``snippets/<name>.py``, jupytext percent format) is read with jupytext and
+executed with nbclient: the ``python3`` kernelspec of this interpreter, over IPC, with
+errors not allowed (a cell that raises fails the build, naming the snippet, with the
+traceback). The executed notebook is kept in
+``.cache/snippets/<name>/<key>.ipynb``, where ``key`` is :func:`.snippets.cache_key`, a
+hash of the snippet and of every kernel and module it uses: editing a kernel re-executes
+only the snippets that read it, going back to a recent state is a cache hit, and a
+notebook is written only once the whole snippet ran (atomically). After a successful
+build the newest :data:`.snippets.KEEP` notebooks of each snippet are kept.
+
+Both engines show the same executed notebook:
+
+- MkDocs: mkdocs-jupyter renders it (``execute: false``; the hook hands it the notebook,
+  :mod:`.snippets`);
+- Zensical, which has no plugins: :func:`notebook_markdown` writes it as plain Markdown
+  (:mod:`.zensical_site` stages it as a page) — markdown cells as they are, code cells as
+  ```` ```python ```` blocks, printed output as ```` ```text ```` blocks (stderr inside a
+  warning admonition), rich output (the figures of
+  :func:`gemmglossary.snippets.show_figure`, with their alt text) as the HTML the snippet
+  displayed.
+
+Kernels run over IPC (local sockets) rather than TCP, on which ipykernel prints "Kernel
+is running over TCP without encryption" once per snippet: nothing a reader of the build
+log needs, and every other warning still shows. The socket prefix is absolute, in
+Jupyter's runtime folder and one per process (jupyter_client's default is relative to
+the current folder, and the kernel runs in snippets/).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+
+from ..excerpts.lock import write_text_atomic
+from ..paths import project_root
+
+log = logging.getLogger("mkdocs.hooks.snippets")
+
+CACHE_DIR = Path(".cache") / "snippets"
+#: Cache entries are named by the first characters of the key.
+KEY_LENGTH = 16
+#: Executed notebooks kept per snippet after a successful build (the newest ones).
+KEEP = 3
+KERNEL_NAME = "python3"
+#: Seconds one cell may run (the slowest snippet cells compile MLX's kernels).
+CELL_TIMEOUT = 900
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class SnippetError(RuntimeError):
+    """A snippet that cannot be executed or shown; the message names it."""
+
+
+# ----------------------------------------------------------------------------- execution
+
+def _prefix_env(name: str, folder: Path) -> None:
+    paths = [p for p in os.environ.get(name, "").split(os.pathsep) if p]
+    if str(folder) not in paths:
+        os.environ[name] = os.pathsep.join([str(folder), *paths])
+
+
+def use_this_python() -> None:
+    """Kernels of this process run this interpreter: its ``share/jupyter`` comes first,
+    so the virtual environment's ``python3`` kernelspec wins over any per-user one
+    (jupyter_client runs that spec, ``argv[0] == "python"``, with ``sys.executable``)."""
+    _prefix_env("JUPYTER_PATH", Path(sys.prefix) / "share" / "jupyter")
+
+
+@functools.cache
+def kernel_ipc_prefix() -> str:
+    """Absolute path prefix of this process's kernel sockets (``<prefix>-<n>``)."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    folder = Path(jupyter_runtime_dir())
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / f"gemmglossary-{os.getpid()}")
+
+
+def notebook_path(snippet: Path, key: str, root: Path | None = None) -> Path:
+    """Where the executed notebook of ``snippet`` under ``key`` is kept."""
+    root = project_root() if root is None else root
+    return root / CACHE_DIR / snippet.stem / f"{key[:KEY_LENGTH]}.ipynb"
+
+
+def execute(snippet: Path, root: Path | None = None):
+    """Run one snippet as a notebook and return it executed; SnippetError if a cell raises.
+
+    The kernel sees ``root`` as the project root (``GEMMGLOSSARY_ROOT``)."""
+    import jupytext
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    from traitlets.config import Config
+
+    use_this_python()
+    nb = jupytext.read(snippet)
+    # The client starts (and shuts down) its own kernel, over IPC.
+    config = Config({"KernelManager": {"transport": "ipc", "ip": kernel_ipc_prefix()}})
+    client = NotebookClient(nb, config=config, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT,
+                            allow_errors=False, resources={"metadata": {"path": str(snippet.parent)}})
+    env = {**os.environ, "GEMMGLOSSARY_ROOT": str(project_root() if root is None else root)}
+    try:
+        client.execute(env=env)
+    except CellExecutionError as exc:
+        raise SnippetError(f"snippets/{snippet.name} raised:\n{_ANSI.sub('', str(exc))}") from None
+    return nb
+
+
+def _readable(path: Path) -> bool:
+    import nbformat
+
+    try:
+        nbformat.read(path, as_version=4)
+        return True
+    except Exception:  # noqa: BLE001 - any damage means: execute again
+        return False
+
+
+def ensure_executed(snippet: Path, path: Path, root: Path | None = None) -> bool:
+    """Make ``path`` hold the executed notebook of ``snippet`` (of the project at ``root``);
+    return whether it ran now."""
+    import nbformat
+
+    if path.is_file():
+        if _readable(path):
+            os.utime(path)  # most recently used: pruned last
+            return False
+        # Not a warning: nothing for the writer to fix, and --strict would fail the build.
+        log.info("executed snippet %s cannot be read: deleted, the snippet is executed again", path)
+        path.unlink()
+    nb = execute(snippet, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, nbformat.writes(nb))
+    return True
+
+
+def prune(snippet: Path, current: Path) -> None:
+    """Keep the newest :data:`KEEP` executed notebooks of a snippet (``current`` always)."""
+    found = sorted(current.parent.glob("*.ipynb"), key=lambda p: (p == current, p.stat().st_mtime), reverse=True)
+    for old in found[KEEP:]:
+        old.unlink(missing_ok=True)
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+def _fence(text: str, lang: str) -> list[str]:
+    longest = max((len(m.group(0)) for m in re.finditer(r"`{3,}", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + lang, text.rstrip("\n"), fence]
+
+
+def _joined(value) -> str:
+    return value if isinstance(value, str) else "".join(value)
+
+
+def _rich(data: dict, where: str) -> list[str]:
+    """One display_data / execute_result output as Markdown lines."""
+    if "text/html" in data:
+        return ['<div class="snippet-output" markdown="0">', _joined(data["text/html"]).strip("\n"), "</div>"]
+    for mime in ("image/png", "image/jpeg"):
+        if mime in data:
+            alt = html.escape(_joined(data.get("text/plain", "")).strip(), quote=True)
+            if not alt:
+                raise SnippetError(f"{where}: an image without a description (show it with "
+                                   "gemmglossary.snippets.show_figure)")
+            payload = data[mime] if isinstance(data[mime], str) else base64.b64encode(data[mime]).decode()
+            return [f'<p><img alt="{alt}" src="data:{mime};base64,{payload.strip()}"></p>']
+    if "image/svg+xml" in data:
+        return ['<div class="snippet-output" markdown="0">', _joined(data["image/svg+xml"]).strip("\n"), "</div>"]
+    if "text/plain" in data:
+        return _fence(_ANSI.sub("", _joined(data["text/plain"])), "text")
+    raise SnippetError(f"{where}: an output of type {', '.join(sorted(data))} cannot be shown on a page")
+
+
+def notebook_markdown(nb, name: str) -> str:
+    """An executed notebook as a Markdown page."""
+    out: list[str] = []
+    for number, cell in enumerate(nb.cells, 1):
+        source = _joined(cell.source)
+        if cell.cell_type == "markdown":
+            out += [source, ""]
+            continue
+        if cell.cell_type != "code" or not source.strip():
+            continue
+        out += _fence(source, "python") + [""]
+        where = f"snippets/{name}.py, cell {number}"
+        for output in cell.get("outputs", []):
+            kind = output.get("output_type")
+            if kind == "stream":
+                text = _ANSI.sub("", _joined(output.get("text", "")))
+                if output.get("name") == "stderr":
+                    out += ['!!! warning "Printed on stderr"', ""]
+                    out += ["    " + line if line else "" for line in _fence(text, "text")] + [""]
+                else:
+                    out += _fence(text, "text") + [""]
+            elif kind in ("display_data", "execute_result"):
+                out += _rich(output.get("data", {}), where) + [""]
+            else:  # errors stop the execution before this point (allow_errors is off)
+                raise SnippetError(f"{where}: an output of type {kind!r}")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def markdown_page(path: Path, name: str) -> str:
+    """The Markdown page of an executed notebook file."""
+    import nbformat
+
+    return notebook_markdown(nbformat.read(path, as_version=4), name)
