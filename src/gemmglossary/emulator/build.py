@@ -11,6 +11,7 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
+from ..coverage import mode as _coverage
 from . import cache as _cache
 from . import shimgen
 from .abi import abi
@@ -111,19 +112,20 @@ def shim_include_dirs() -> list[Path]:
     return [generated_dir(), SHIM_DIR]
 
 
-def precompiled_shim_flags(cxx: str, ver: str) -> list[str]:
+def precompiled_shim_flags(cxx: str, ver: str, flags: list[str] | None = None) -> list[str]:
     """Flags that let a kernel compile use the shim precompiled (mslemu.h is most of what
     every kernel.cpp parses), building it once per compiler and flags; [] if it cannot be
     built (the compile then parses the header, with the same result)."""
     clang = "clang" in ver
-    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(cxxflags(ver))).encode()).hexdigest()[:16]
+    flags = cxxflags(ver) if flags is None else flags
+    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(flags)).encode()).hexdigest()[:16]
     # g++ finds <dir>/mslemu.h.gch/*.gch by itself and takes the one built with these flags
     out = generated_dir() / (f"mslemu-{key}.pch" if clang else f"mslemu.h.gch/{key}.gch")
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.{os.getpid()}")
         includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
-        r = subprocess.run([cxx, *cxxflags(ver), *includes, "-x", "c++-header", str(SHIM_DIR / "mslemu.h"), "-o", str(tmp)],
+        r = subprocess.run([cxx, *flags, *includes, "-x", "c++-header", str(SHIM_DIR / "mslemu.h"), "-o", str(tmp)],
                            capture_output=True, text=True)
         if r.returncode:
             tmp.unlink(missing_ok=True)
@@ -134,12 +136,13 @@ def precompiled_shim_flags(cxx: str, ver: str) -> list[str]:
 
 def runtime_object() -> Path:
     cxx, ver = compiler()
-    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(cxxflags(ver))).encode()).hexdigest()[:16]
+    flags = cxxflags(ver) + _coverage.runtime_flags()
+    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(flags)).encode()).hexdigest()[:16]
     out = cache_root() / f"runtime-{key}.o"
     if _cache.read_file_entry(out):
         return out
     tmp = out.with_name(f".{out.name}.{os.getpid()}")
-    r = subprocess.run([cxx, *cxxflags(ver), "-fexceptions", "-I", str(SHIM_DIR), "-c", str(RUNTIME_SRC), "-o", str(tmp)],
+    r = subprocess.run([cxx, *flags, "-fexceptions", "-I", str(SHIM_DIR), "-c", str(RUNTIME_SRC), "-o", str(tmp)],
                        capture_output=True, text=True)
     if r.returncode:
         raise CompileError("the emulator runtime failed to compile:\n" + r.stderr[-4000:])
@@ -253,8 +256,9 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     # at a time; small files are compiled whole and shared by all their kernels
     if len(re.findall(r"\btemplate\s*\[\[", pre)) <= 4:
         kernel = None
+    flags = cxxflags(ver) + _coverage.kernel_flags(shim_include_dirs())  # its own cache key when instrumented
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
-    key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(cxxflags(ver))]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(flags)]).encode()).hexdigest()[:24]
     d = cache_root() / key
     entry = _cache.read_kernel_entry(d)  # verified, or None (a damaged entry is rebuilt, with a warning)
     if entry:
@@ -279,7 +283,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     rt = runtime_object()
     tmp = d / f".kernel.so.{os.getpid()}"
     includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
-    cmd = [cxx, *cxxflags(ver), *precompiled_shim_flags(cxx, ver), "-shared", *includes, str(src), str(rt), "-o", str(tmp)]
+    cmd = [cxx, *flags, *precompiled_shim_flags(cxx, ver, flags), "-shared", *includes, str(src), str(rt), "-o", str(tmp)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     stats["compiles"] += 1
     if r.returncode:
