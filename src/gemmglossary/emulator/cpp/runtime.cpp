@@ -41,6 +41,20 @@ alignas(64) char zero_block[4096];
 
 using namespace mslemu;
 
+// Coverage builds (gemmglossary.coverage compiles kernels with --coverage and this file with
+// -DMSLEMU_COVERAGE). libgcov writes a process's counters from an exit handler, which _exit
+// skips, so a worker writes them itself before it ends; and a forked worker starts from
+// zero, since the counts it inherited are the caller's, written when the caller exits.
+#ifdef MSLEMU_COVERAGE
+extern "C" void __gcov_dump(void);
+extern "C" void __gcov_reset(void);
+static void coverage_dump() { __gcov_dump(); }
+static void coverage_reset() { __gcov_reset(); }
+#else
+static void coverage_dump() {}
+static void coverage_reset() {}
+#endif
+
 // ------------------------------------------------------------------ the interface with kernel.py
 // MslemuLaunch, MslemuResult and ParamInfo are described in mslemu_abi.h; this table says
 // where the compiler put their fields, so that abi.py can check its reading of the header.
@@ -175,6 +189,7 @@ static void resolve_pending_race();
   result->status = kind;
   write_report(result->msg, sizeof result->msg, m, facts);
   if (!in_worker) fprintf(stderr, "%s\n", m.c_str());  // in-process mode (debugging only): the run ends here
+  coverage_dump();
   _exit(kind);
 }
 
@@ -1242,6 +1257,7 @@ static void find_so_base() {
 // A worker process: run worker `index`'s threadgroups, report in results[index], exit.
 [[noreturn]] static void worker_process(MslemuLaunch* l, int index) {
   in_worker = true;
+  coverage_reset();
 #if defined(__linux__)
   // die with the caller (the signal comes when the thread that forked ends: kernel.py forks
   // from the thread that waits for the workers)
@@ -1254,6 +1270,7 @@ static void find_so_base() {
   result = l->results[index];
   result->err_tg = -1;
   run_all();
+  coverage_dump();
   _exit(0);
 }
 
