@@ -1,0 +1,180 @@
+"""A coverage run: the test modules that execute the quoted kernels, run once with the
+emulator's builds instrumented, and the line counts they leave, saved as a report.
+
+The report is keyed by a hash of everything that can change what runs (the kernels, the
+exercises, the tooling and the tests), so the site and the checks always read the counts
+of the sources they show; a report for other sources is never used. Reports live in the
+per-user cache (``.cache/gemmglossary/coverage/<key>.json``); one process at a time
+collects (a file lock), the others wait and then read its report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .. import paths
+from . import gcov, mode
+
+VERSION = 1
+
+#: The test modules of a coverage run: those that execute the first-party kernels, the
+#: MLX instantiation files and the exercises the pages quote (tests/runtime/test_coverage.py
+#: names which test runs which file). Only these run instrumented: the rest of the suite
+#: exercises the emulator's diagnostics, not the quoted lines.
+MODULES = (
+    "tests/runtime/test_load_kernel.py",
+    "tests/emulator/test_first_party_kernels.py",
+    "tests/emulator/test_decode_kernels.py",
+    "tests/emulator/test_double_buffered_gemm.py",
+    "tests/emulator/test_half_precision_kernels.py",
+    "tests/emulator/test_tensor_ops.py",
+    "tests/mlx/test_steel_gemm.py",
+    "tests/mlx/test_steel_splitk.py",
+    "tests/mlx/test_nax_gemm.py",
+    "tests/mlx/test_gemv.py",
+    "tests/mlx/test_quantized.py",
+    "tests/mlx/test_reduce.py",
+    "tests/exercises/test_checker.py",
+    "tests/coverage/test_swizzled_steel.py",
+)
+
+#: What the key hashes: every file below these (relative to the repository root), but
+#: those of IGNORED, which cannot change what a coverage run executes or counts (they
+#: read its report, or never run in it).
+INPUTS = ("kernels", "exercises", "src/gemmglossary", "tests", "pyproject.toml")
+IGNORED = ("tests/coverage/test_counts.py", "tests/coverage/test_excerpts_executed.py",
+           "tests/coverage/test_report.py", "tests/coverage/test_site_marks.py", "tests/coverage/test_cli.py",
+           "src/gemmglossary/docs_hooks/", "src/gemmglossary/coverage/site.py",
+           "src/gemmglossary/coverage/cli.py", "src/gemmglossary/coverage/excerpts.py",
+           "src/gemmglossary/coverage/exemptions.py")
+
+
+class CoverageRunError(RuntimeError):
+    pass
+
+
+def inputs_key(root: Path | None = None) -> str:
+    root = root or paths.project_root()
+    h = hashlib.sha256(f"coverage-{VERSION}\0".encode())
+    for top in INPUTS:
+        p = root / top
+        files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
+        for f in files:
+            rel = f.relative_to(root).as_posix()
+            if "__pycache__" in rel or rel.endswith(".pyc") or rel.startswith(IGNORED):
+                continue
+            h.update(rel.encode() + b"\0")
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()[:24]
+
+
+def reports_dir() -> Path:
+    d = Path(paths.cache_dir()) / "coverage"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def report_path(key: str) -> Path:
+    return reports_dir() / f"{key}.json"
+
+
+def log_path(key: str) -> Path:
+    """The output of the coverage run's tests (their durations included)."""
+    return reports_dir() / f"{key}.log"
+
+
+def _commit(root: Path) -> dict:
+    def git(*args):
+        r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else ""
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", *INPUTS))}
+
+
+def available(root: Path | None = None) -> bool:
+    """Whether the project has the coverage run's test modules (the tests' tiny project
+    copies do not)."""
+    root = root or paths.project_root()
+    return all((root / m).is_file() for m in MODULES)
+
+
+def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
+    """Run `modules` with coverage on; the report (also saved under the inputs' key)."""
+    root = root or paths.project_root()
+    key = inputs_key(root)
+    missing = [m for m in modules if not (root / m).is_file()]
+    if missing:
+        raise CoverageRunError(f"the coverage run's test modules are missing: {missing} "
+                               "(gemmglossary/coverage/collect.py: MODULES)")
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gemmglossary-coverage-") as tmp:
+        data = Path(tmp)
+        env = dict(os.environ, **{mode.ENV: str(data), "GCOV_PREFIX": str(mode.counters_dir(data)),
+                                  "GCOV_PREFIX_STRIP": "0"})
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "--durations=20",
+               *modules]
+        if log:
+            log(f"coverage run: {' '.join(cmd[1:])}")
+        r = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        tests_seconds = time.monotonic() - t0
+        log_path(key).write_text(r.stdout + r.stderr)
+        if r.returncode not in (0,):
+            tail = "\n".join(r.stdout.splitlines()[-30:])
+            raise CoverageRunError(f"the coverage run's tests failed (exit {r.returncode}); no report was "
+                                   f"written:\n{tail}\n{r.stderr[-2000:]}")
+        counts = gcov.line_counts(mode.counters_dir(data), root)
+    summary = next((ln for ln in reversed(r.stdout.splitlines()) if ln.strip()), "")
+    report = {
+        "version": VERSION, "key": key, **_commit(root), "modules": list(modules),
+        "pytest": summary, "tests_seconds": round(tests_seconds, 1),
+        "seconds": round(time.monotonic() - t0, 1),
+        "lines": {f: {str(n): c for n, c in sorted(lines.items())} for f, lines in sorted(counts.items())},
+    }
+    out = report_path(key)
+    tmpf = out.with_name(f".{out.name}.{os.getpid()}")
+    tmpf.write_text(json.dumps(report, indent=1) + "\n")
+    os.replace(tmpf, out)
+    return report
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path):
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def load(key: str) -> dict | None:
+    p = report_path(key)
+    if not p.is_file():
+        return None
+    try:
+        report = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return report if report.get("version") == VERSION and report.get("key") == key else None
+
+
+def current(root: Path | None = None, *, collect: bool = True, log=None) -> dict | None:
+    """The report for the sources as they are now: read, or (`collect`) made by a coverage
+    run, one process at a time. None when there is none and `collect` is false."""
+    root = root or paths.project_root()
+    key = inputs_key(root)
+    report = load(key)
+    if report or not collect:
+        return report
+    if mode.enabled():
+        raise CoverageRunError("a coverage run was asked for from inside a coverage run")
+    with _exclusive(reports_dir() / ".lock"):
+        return load(key) or run(root, log=log)

@@ -1,0 +1,64 @@
+"""Whether kernels are compiled for line coverage, and where their counters go.
+
+Coverage is on when ``GEMMGLOSSARY_COVERAGE`` names a folder (the coverage run's data
+folder). The emulator then compiles each kernel with gcc's ``--coverage`` (clang++
+understands the same flags and writes the same format), and its runtime with
+``-DMSLEMU_COVERAGE``, which makes each worker process write its counters before it
+``_exit``\\s. The flags are part of every compile-cache key, so an instrumented shared
+object is never loaded by a run without coverage, nor the reverse.
+
+libgcov writes the counters of a shared object to the path of its ``.gcda`` file as it
+was when compiled (next to the ``.gcno`` notes, in the compile cache), under
+``$GCOV_PREFIX``: that is set to the data folder, so each coverage run collects its own
+counters and the cache stays shared between runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+ENV = "GEMMGLOSSARY_COVERAGE"
+
+
+def data_dir() -> Path | None:
+    """The coverage run's data folder, or None when coverage is off."""
+    value = os.environ.get(ENV, "").strip()
+    return Path(value).resolve() if value else None
+
+
+def counters_dir(data: Path) -> Path:
+    """Where libgcov writes the counters (``.gcda``) of a coverage run."""
+    return data / "gcda"
+
+
+def enabled() -> bool:
+    return data_dir() is not None
+
+
+def _not_instrumented(paths) -> str:
+    """An extended regex matching the files whose functions get no counters."""
+    alternatives = [re.escape(str(p)) for p in paths]
+    return "|".join(["^/usr/", "<built-in>", "kernel\\.cpp$", *alternatives])
+
+
+def kernel_flags(library_dirs) -> list[str]:
+    """Extra flags of a kernel compile: counters for the functions of kernel files, none
+    for the emulator's Metal library (``library_dirs``) or the C++ standard library, whose
+    code is inlined into kernels but is not what a page quotes."""
+    data = data_dir()
+    if data is None:
+        return []
+    _point_counters_at(data)
+    return ["--coverage", f"-fprofile-exclude-files={_not_instrumented(library_dirs)}"]
+
+
+def runtime_flags() -> list[str]:
+    return ["-DMSLEMU_COVERAGE"] if enabled() else []
+
+
+def _point_counters_at(data: Path) -> None:
+    # read by libgcov when a process writes its counters: the workers inherit it
+    os.environ["GCOV_PREFIX"] = str(counters_dir(data))
+    os.environ["GCOV_PREFIX_STRIP"] = "0"

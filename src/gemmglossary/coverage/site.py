@@ -1,0 +1,92 @@
+"""What the site shows of line coverage: per excerpt "N of M lines executed" beside its
+source link, and each line that never ran marked in the code.
+
+The figures come from the coverage report of the sources being built
+(:func:`.collect.current`: read, or made by a coverage run when there is none), never
+from the page. ``GEMMGLOSSARY_SITE_COVERAGE=off`` (for a quick ``mkdocs serve`` while
+editing kernels) builds without it, and every excerpt then says that coverage was not
+measured; so does a project without the coverage run's test modules (the tests' tiny
+sites).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+
+from . import collect
+from .excerpts import all_excerpts
+from .exemptions import ExemptionError
+from .gcov import GcovError
+
+#: What stops a build that cannot show its excerpts' coverage.
+COVERAGE_ERRORS = (collect.CoverageRunError, GcovError, ExemptionError)
+
+ENV = "GEMMGLOSSARY_SITE_COVERAGE"
+SECTION = "emulator.md#line-coverage"  # the docs/emulator.md section that explains the figures
+UNEXECUTED_CLASS = "excerpt-unexecuted"
+
+
+class SiteCoverage:
+    """The coverage of this build's excerpts, by (page, file, start, end)."""
+
+    def __init__(self, rows: dict | None, why_not: str = ""):
+        self.rows = rows
+        self.why_not = why_not
+
+    @classmethod
+    def for_build(cls, log=None) -> "SiteCoverage":
+        if os.environ.get(ENV, "").strip().lower() == "off":
+            return cls(None, f"not measured in this build ({ENV}=off)")
+        if not collect.available():
+            return cls(None, "not measured: this project has no coverage-run test modules")
+        report = collect.current(log=log)
+        return cls({(r.page, r.file, r.start, r.end): r for r in all_excerpts(report)})
+
+    def note(self, page: str, file: str, start: int, end: int, href_to_docs: str) -> str:
+        """Markdown to put after the excerpt's source link (same paragraph)."""
+        href = href_to_docs + SECTION
+        if self.rows is None:
+            return f" · [line coverage {self.why_not}]({href}){{ .excerpt-coverage }}"
+        r = self.rows.get((page, file, start, end))
+        if r is None:  # the excerpt is in no lock entry: the excerpt check has failed the build already
+            raise KeyError(f"docs/{page}: {file}:{start}-{end} is not in the excerpt lock")
+        data = f' data-unexecuted="{" ".join(map(str, r.missing))}"' if r.missing else ""
+        return f" · [{r.summary}]({href}){{ .excerpt-coverage{data} }}"
+
+
+_NOTE = re.compile(r'<a\b[^>]*\bclass="excerpt-coverage"[^>]*>')
+_CODE_END = "</code>"
+
+
+def mark_unexecuted(page_html: str) -> str:
+    """Give the line spans (pymdownx.highlight ``line_spans``) of unexecuted lines the
+    class ``excerpt-unexecuted``, in the code block that follows each coverage note."""
+    out, pos = [], 0
+    for m in _NOTE.finditer(page_html):
+        dm = re.search(r'data-unexecuted="([\d ]+)"', m.group(0))
+        if not dm:
+            continue
+        lines = set(dm.group(1).split())
+        start = page_html.find("<code", m.end())
+        end = page_html.find(_CODE_END, start)
+        if start < pos or end < 0:
+            continue
+        out.append(page_html[pos:start])
+        block = page_html[start:end]
+        found = set()
+
+        def mark(sm):
+            if sm.group(2) not in lines:
+                return sm.group(0)
+            found.add(sm.group(2))
+            title = html.escape("never executed by the tests (on the emulator)")
+            return f'<span id="__span-{sm.group(1)}-{sm.group(2)}" class="{UNEXECUTED_CLASS}" title="{title}">'
+        out.append(re.sub(r'<span id="__span-(\d+)-(\d+)">', mark, block))
+        if found != lines:
+            raise ValueError(f"coverage marks: lines {sorted(lines - found, key=int)} not found in the code block "
+                             "after their note (is pymdownx.highlight's line_spans still __span?)")
+        pos = end
+    out.append(page_html[pos:])
+    return "".join(out)

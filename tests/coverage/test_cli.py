@@ -1,0 +1,50 @@
+"""``gemmglossary coverage``: the table, the missing lines and the exit status, from a
+made-up report (the real one is checked by test_excerpts_executed.py)."""
+
+from __future__ import annotations
+
+import json
+
+from gemmglossary import paths
+from gemmglossary.cli import main
+from gemmglossary.coverage import collect
+
+
+def fake_report(executed: bool) -> dict:
+    lock = json.loads((paths.project_root() / "excerpts.lock.json").read_text())["excerpts"]
+    lines: dict = {}
+    for e in lock:
+        lines.setdefault(e["file"], {})[str(e["start"])] = 1
+    first = lock[0]
+    lines[first["file"]][str(first["end"])] = 1 if executed else 0
+    return {"lines": lines, "commit": "0123456789abcdef", "dirty": False, "seconds": 1.0, "pytest": "1 passed"}
+
+
+def run(monkeypatch, capsys, report):
+    monkeypatch.setattr(collect, "current", lambda **kw: report)
+    monkeypatch.setenv("GEMMGLOSSARY_ROOT", str(paths.project_root()))
+    # the real exemptions file is made for the real report: leave it out here
+    monkeypatch.setattr("gemmglossary.coverage.exemptions.path", lambda root=None: paths.project_root() / "none.toml")
+    status = main(["coverage", "--no-run"])
+    return status, capsys.readouterr().out
+
+
+def test_the_table_has_a_row_per_excerpt_and_the_missing_lines(monkeypatch, capsys):
+    lock = json.loads((paths.project_root() / "excerpts.lock.json").read_text())["excerpts"]
+    status, out = run(monkeypatch, capsys, fake_report(executed=False))
+    assert status == 1
+    first = lock[0]
+    assert f"{first['page']}: {first['file']}:{first['end']}: never executed" in out
+    for e in lock:
+        assert f"{e['file']}:{e['start']}-{e['end']}" in out
+    assert "lines in %d excerpts executed" % len(lock) in out
+
+
+def test_all_executed_exits_0(monkeypatch, capsys):
+    status, out = run(monkeypatch, capsys, fake_report(executed=True))
+    assert status == 0 and "never executed" not in out
+
+
+def test_no_report_and_no_run_is_a_failure(monkeypatch, capsys):
+    status, out = run(monkeypatch, capsys, None)
+    assert status == 1 and "no coverage report" in out
