@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "gemmglossary.bench",
     "gemmglossary.exercises.cli",
     "gemmglossary.docs_hooks.zensical_site",
+    "gemmglossary.coverage.cli",
 )
 
 EXIT_STATUS = """\
