@@ -79,3 +79,8 @@ def test_a_no_code_range_must_be_an_excerpt_without_code(start, end, why):
 def test_an_excerpt_without_code_says_why():
     r = excerpt_coverage(NO_CODE, REPORT["lines"]["kernels/k.metal"], {}, "a comment")
     assert r.executable == 0 and r.summary == "no executable lines" and r.no_code == "a comment"
+
+
+def test_an_unmeasured_excerpt_says_so():
+    r = excerpt_coverage(NO_CODE, REPORT["lines"]["kernels/k.metal"], {}, "", "a metal_kernel body")
+    assert r.summary == "line coverage not measured"

@@ -30,22 +30,26 @@ VERSION = 1
 #: MLX instantiation files and the exercises the pages quote (tests/runtime/test_coverage.py
 #: names which test runs which file). Only these run instrumented: the rest of the suite
 #: exercises the emulator's diagnostics, not the quoted lines.
-MODULES = (
-    "tests/runtime/test_load_kernel.py",
-    "tests/emulator/test_first_party_kernels.py",
-    "tests/emulator/test_decode_kernels.py",
-    "tests/emulator/test_double_buffered_gemm.py",
-    "tests/emulator/test_half_precision_kernels.py",
-    "tests/emulator/test_tensor_ops.py",
+MODULES = (  # in an order that shares the work between the JOBS processes fairly
     "tests/mlx/test_steel_gemm.py",
     "tests/mlx/test_steel_splitk.py",
     "tests/mlx/test_nax_gemm.py",
-    "tests/mlx/test_gemv.py",
     "tests/mlx/test_quantized.py",
+    "tests/mlx/test_gemv.py",
     "tests/mlx/test_reduce.py",
+    "tests/emulator/test_first_party_kernels.py",
     "tests/exercises/test_checker.py",
+    "tests/emulator/test_double_buffered_gemm.py",
+    "tests/runtime/test_load_kernel.py",
+    "tests/emulator/test_tensor_ops.py",
+    "tests/emulator/test_decode_kernels.py",
     "tests/coverage/test_swizzled_steel.py",
+    "tests/emulator/test_half_precision_kernels.py",
 )
+
+#: How many pytest processes share the modules: the run is mostly compiling, one process
+#: per core (the machine that runs CI has 2).
+JOBS = 2
 
 #: What the key hashes: every file below these (relative to the repository root), but
 #: those of IGNORED, which cannot change what a coverage run executes or counts (they
@@ -115,23 +119,39 @@ def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
         raise CoverageRunError(f"the coverage run's test modules are missing: {missing} "
                                "(gemmglossary/coverage/collect.py: MODULES)")
     t0 = time.monotonic()
+    groups = [list(modules[i::JOBS]) for i in range(JOBS) if modules[i::JOBS]]
     with tempfile.TemporaryDirectory(prefix="gemmglossary-coverage-") as tmp:
         data = Path(tmp)
         env = dict(os.environ, **{mode.ENV: str(data), "GCOV_PREFIX": str(mode.counters_dir(data)),
                                   "GCOV_PREFIX_STRIP": "0"})
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "--durations=20",
-               *modules]
-        if log:
-            log(f"coverage run: {' '.join(cmd[1:])}")
-        r = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        procs = []
+        try:
+            for i, group in enumerate(groups):
+                cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header",
+                       "--durations=10", *group]
+                if log:
+                    log(f"coverage run, part {i + 1} of {len(groups)}: {' '.join(cmd[1:])}")
+                out = open(data / f"pytest-{i}.log", "w+")
+                procs.append((subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT), out))
+            status = [p.wait() for p, _ in procs]
+        finally:
+            for p, _ in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        outputs = []
+        for _, f in procs:
+            f.seek(0)
+            outputs.append(f.read())
+            f.close()
         tests_seconds = time.monotonic() - t0
-        log_path(key).write_text(r.stdout + r.stderr)
-        if r.returncode not in (0,):
-            tail = "\n".join(r.stdout.splitlines()[-30:])
-            raise CoverageRunError(f"the coverage run's tests failed (exit {r.returncode}); no report was "
-                                   f"written:\n{tail}\n{r.stderr[-2000:]}")
+        log_path(key).write_text("\n".join(outputs))
+        if any(status):
+            tail = "\n".join(ln for o in outputs for ln in o.splitlines()[-15:])
+            raise CoverageRunError(f"the coverage run's tests failed (exit {status}; all output in "
+                                   f"{log_path(key)}); no report was written:\n{tail}")
         counts = gcov.line_counts(mode.counters_dir(data), root)
-    summary = next((ln for ln in reversed(r.stdout.splitlines()) if ln.strip()), "")
+    summary = "; ".join(next((ln for ln in reversed(o.splitlines()) if ln.strip()), "") for o in outputs)
     report = {
         "version": VERSION, "key": key, **_commit(root), "modules": list(modules),
         "pytest": summary, "tests_seconds": round(tests_seconds, 1),

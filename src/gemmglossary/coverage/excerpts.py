@@ -28,6 +28,7 @@ class ExcerptCoverage:
     missing: tuple[int, ...]
     exempt: dict = field(default_factory=dict)  # line -> reason
     no_code: str = ""  # why the excerpt has no executable line (coverage-exemptions.toml), if listed
+    unmeasured: str = ""  # why its code is not measured (coverage-exemptions.toml), if listed
 
     @property
     def executable(self) -> int:
@@ -37,7 +38,7 @@ class ExcerptCoverage:
     @property
     def summary(self) -> str:
         if self.executable == 0 and not self.exempt:
-            return "no executable lines"
+            return "line coverage not measured" if self.unmeasured else "no executable lines"
         s = f"{len(self.executed)} of {self.executable} lines executed"
         if self.exempt:
             s += f" ({len(self.exempt)} exempted)"
@@ -48,7 +49,8 @@ def lock_entries(root: Path | None = None) -> list[dict]:
     return json.loads(lock_path(root).read_text())["excerpts"]
 
 
-def excerpt_coverage(entry: dict, lines: dict[str, int], exempt: dict[int, str], no_code: str = "") -> ExcerptCoverage:
+def excerpt_coverage(entry: dict, lines: dict[str, int], exempt: dict[int, str], no_code: str = "",
+                     unmeasured: str = "") -> ExcerptCoverage:
     """`lines`: {line (str): count} of the entry's file in the report."""
     executed, missing, ex = [], [], {}
     for n in range(entry["start"], entry["end"] + 1):
@@ -62,7 +64,7 @@ def excerpt_coverage(entry: dict, lines: dict[str, int], exempt: dict[int, str],
         else:
             missing.append(n)
     return ExcerptCoverage(entry["page"], entry["file"], entry["start"], entry["end"], tuple(executed),
-                           tuple(missing), ex, no_code)
+                           tuple(missing), ex, no_code, unmeasured)
 
 
 def all_excerpts(report: dict, root: Path | None = None) -> list[ExcerptCoverage]:
@@ -72,5 +74,7 @@ def all_excerpts(report: dict, root: Path | None = None) -> list[ExcerptCoverage
     entries = lock_entries(root)
     table = _exemptions.load(root)
     _exemptions.check(table, entries, report)
+    def key(e):
+        return (e["file"], e["start"], e["end"])
     return [excerpt_coverage(e, report["lines"].get(e["file"], {}), table.lines.get(e["file"], {}),
-                             table.no_code.get((e["file"], e["start"], e["end"]), "")) for e in entries]
+                             table.no_code.get(key(e), ""), table.unmeasured.get(key(e), "")) for e in entries]

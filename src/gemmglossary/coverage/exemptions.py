@@ -12,8 +12,15 @@ They live in one file, ``coverage-exemptions.toml`` at the repository root::
     lines = "1-36"             # exactly an excerpt's range
     reason = "the file's header comment, its -D defaults and constants"
 
+    [[unmeasured]]
+    file = "exercises/barriers/solution_body.metal"
+    lines = "13-24"
+    reason = "an mx.fast.metal_kernel body: compiled inside generated source, not from this file"
+
 ``[[exempt]]`` lines may stay unexecuted; a ``[[no_code]]`` excerpt may have no executable
-line at all (any other such excerpt fails the check: nothing would be proved about it).
+line at all, and an ``[[unmeasured]]`` one holds code that no coverage build attributes to
+its lines (any other excerpt without executable lines fails the check: nothing would be
+proved about it; the site says "not measured" for an unmeasured one).
 An exemption must still be needed: every exempted line must be inside an excerpt of its
 file and executable and unexecuted in the current coverage run, and every ``no_code``
 range an excerpt's with no executable line; otherwise the check reports it as stale, so
@@ -39,6 +46,7 @@ class ExemptionError(ValueError):
 class Exemptions:
     lines: dict[str, dict[int, str]] = field(default_factory=dict)  # file -> line -> reason
     no_code: dict[tuple[str, int, int], str] = field(default_factory=dict)  # (file, start, end) -> reason
+    unmeasured: dict[tuple[str, int, int], str] = field(default_factory=dict)  # (file, start, end) -> reason
 
 
 def path(root: Path | None = None) -> Path:
@@ -71,10 +79,11 @@ def load(root: Path | None = None) -> Exemptions:
         data = tomllib.loads(p.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ExemptionError(f"{p.name}: {exc}") from None
-    unknown = set(data) - {"exempt", "no_code"}
+    unknown = set(data) - {"exempt", "no_code", "unmeasured"}
     if unknown:
-        raise ExemptionError(f"{p.name}: unknown table(s) {sorted(unknown)}; expected [[exempt]] and [[no_code]]")
-    for kind in ("exempt", "no_code"):
+        raise ExemptionError(f"{p.name}: unknown table(s) {sorted(unknown)}; expected [[exempt]], [[no_code]] "
+                             "and [[unmeasured]]")
+    for kind in ("exempt", "no_code", "unmeasured"):
         for i, item in enumerate(data.get(kind, []), 1):
             where = f"{p.name}, [[{kind}]] {i}"
             if not isinstance(item, dict) or set(item) != {"file", "lines", "reason"}:
@@ -83,13 +92,13 @@ def load(root: Path | None = None) -> Exemptions:
             if not reason:
                 raise ExemptionError(f"{where}: the reason is empty")
             numbers = _numbers(item["lines"], where)
-            if kind == "no_code":
+            if kind != "exempt":
                 if len(str(item["lines"]).split()) != 1:
                     raise ExemptionError(f"{where}: give one range, an excerpt's (start-end)")
                 key = (item["file"], numbers[0], numbers[-1])
-                if key in out.no_code:
+                if key in out.no_code or key in out.unmeasured:
                     raise ExemptionError(f"{where}: {item['file']}:{item['lines']} is listed twice")
-                out.no_code[key] = reason
+                getattr(out, kind)[key] = reason
                 continue
             for n in numbers:
                 if n in out.lines.setdefault(item["file"], {}):
@@ -103,13 +112,14 @@ def check(table: Exemptions, entries: list[dict], report: dict) -> None:
     in `report`, every no_code range an excerpt's without executable lines; else
     ExemptionError naming the stale ones."""
     stale = []
-    for (file, start, end), _ in sorted(table.no_code.items()):
-        counts = report["lines"].get(file, {})
-        code = [n for n in range(start, end + 1) if str(n) in counts]
-        if not any(e["file"] == file and (e["start"], e["end"]) == (start, end) for e in entries):
-            stale.append(f"{file}:{start}-{end}: no_code, but no excerpt has this range")
-        elif code:
-            stale.append(f"{file}:{start}-{end}: no_code, but lines {code} are executable")
+    for kind in ("no_code", "unmeasured"):
+        for file, start, end in sorted(getattr(table, kind)):
+            counts = report["lines"].get(file, {})
+            code = [n for n in range(start, end + 1) if str(n) in counts]
+            if not any(e["file"] == file and (e["start"], e["end"]) == (start, end) for e in entries):
+                stale.append(f"{file}:{start}-{end}: {kind}, but no excerpt has this range")
+            elif code:
+                stale.append(f"{file}:{start}-{end}: {kind}, but lines {code} are executable")
     for file, lines in sorted(table.lines.items()):
         ranges = [(e["start"], e["end"]) for e in entries if e["file"] == file]
         counts = report["lines"].get(file, {})

@@ -1,0 +1,59 @@
+"""The site's coverage note and the marks on unexecuted lines, through the same
+Markdown extensions as the site (mkdocs.yml's pymdownx.highlight settings)."""
+
+from __future__ import annotations
+
+import markdown
+import pytest
+import yaml
+
+from gemmglossary import paths
+from gemmglossary.coverage.excerpts import ExcerptCoverage
+from gemmglossary.coverage.site import UNEXECUTED_CLASS, SiteCoverage, mark_unexecuted
+
+
+def highlight_config() -> dict:
+    class Loader(yaml.SafeLoader):
+        pass
+    Loader.add_multi_constructor("tag:", lambda loader, suffix, node: None)  # !!python/name: tags
+    config = yaml.load((paths.project_root() / "mkdocs.yml").read_text(), Loader=Loader)
+    for ext in config["markdown_extensions"]:
+        if isinstance(ext, dict) and "pymdownx.highlight" in ext:
+            return ext["pymdownx.highlight"]
+    raise AssertionError("mkdocs.yml has no pymdownx.highlight settings")
+
+
+def render(note: str) -> str:
+    md = markdown.Markdown(extensions=["attr_list", "pymdownx.superfences", "pymdownx.highlight"],
+                           extension_configs={"pymdownx.highlight": highlight_config()})
+    return md.convert(f"Source: [k.metal](k.metal){{ .excerpt-source }}{note}\n\n"
+                      '```metal linenums="10"\nint a;\nif (x) y();\nz();\nw();\n```\n')
+
+
+def coverage(missing) -> SiteCoverage:
+    executed = tuple(n for n in range(10, 14) if n not in missing)
+    row = ExcerptCoverage("p/q.md", "kernels/k.metal", 10, 13, executed, tuple(missing))
+    return SiteCoverage({("p/q.md", "kernels/k.metal", 10, 13): row})
+
+
+def test_unexecuted_lines_are_marked_and_only_they():
+    html = mark_unexecuted(render(coverage([11]).note("p/q.md", "kernels/k.metal", 10, 13, "../")))
+    assert 'href="../emulator.md#line-coverage"' in html and "lines executed" in html
+    assert f'<span id="__span-0-11" class="{UNEXECUTED_CLASS}"' in html
+    assert html.count(UNEXECUTED_CLASS) == 1
+
+
+def test_a_fully_executed_excerpt_has_no_marks():
+    html = mark_unexecuted(render(coverage([]).note("p/q.md", "kernels/k.metal", 10, 13, "../")))
+    assert "lines executed" in html and UNEXECUTED_CLASS not in html
+
+
+def test_a_mark_that_finds_no_line_is_an_error():
+    html = render(' · [x](e.md){ .excerpt-coverage data-unexecuted="99" }')
+    with pytest.raises(ValueError, match="99"):
+        mark_unexecuted(html)
+
+
+def test_a_build_without_coverage_says_so():
+    note = SiteCoverage(None, "not measured in this build").note("p.md", "k", 1, 2, "")
+    assert "not measured" in note
