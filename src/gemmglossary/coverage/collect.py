@@ -66,9 +66,9 @@ class CoverageRunError(RuntimeError):
     pass
 
 
-def inputs_key(root: Path | None = None) -> str:
+def input_files(root: Path | None = None):
+    """(path relative to the root, path) of every file the key hashes, in a fixed order."""
     root = root or paths.project_root()
-    h = hashlib.sha256(f"coverage-{VERSION}\0".encode())
     for top in INPUTS:
         p = root / top
         files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
@@ -76,8 +76,14 @@ def inputs_key(root: Path | None = None) -> str:
             rel = f.relative_to(root).as_posix()
             if "__pycache__" in rel or rel.endswith(".pyc") or rel.startswith(IGNORED):
                 continue
-            h.update(rel.encode() + b"\0")
-            h.update(hashlib.sha256(f.read_bytes()).digest())
+            yield rel, f
+
+
+def inputs_key(root: Path | None = None) -> str:
+    h = hashlib.sha256(f"coverage-{VERSION}\0".encode())
+    for rel, f in input_files(root):
+        h.update(rel.encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).digest())
     return h.hexdigest()[:24]
 
 

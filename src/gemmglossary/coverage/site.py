@@ -56,6 +56,28 @@ class SiteCoverage:
         return f" · [{r.summary}]({href}){{ .excerpt-coverage{data} }}"
 
 
+_memo: dict = {}
+
+
+def _fingerprint() -> tuple:
+    """A cheap stand-in for the inputs' key (the sizes and times of the files it hashes), so
+    that each excerpt does not hash the sources again; any change to them gives a new one."""
+    out = [str(collect.paths.project_root()), os.environ.get(ENV, "")]
+    for rel, f in collect.input_files():
+        st = f.stat()
+        out.append((rel, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def note_for(page: str, file: str, start: int, end: int) -> str:
+    """The note of one excerpt of this build (its SiteCoverage made once per state of the sources)."""
+    key = _fingerprint()
+    if key not in _memo:
+        _memo.clear()
+        _memo[key] = SiteCoverage.for_build()
+    return _memo[key].note(page, file, start, end, "../" * page.count("/"))
+
+
 _NOTE = re.compile(r'<a\b[^>]*\bclass="excerpt-coverage"[^>]*>')
 _CODE_END = "</code>"
 

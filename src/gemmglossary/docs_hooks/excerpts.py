@@ -9,7 +9,8 @@ so MkDocs and Zensical run this same code on every page (issue #21). For each pa
    unlocked, a lock entry of the page no block uses, a stray ``--8<--`` line) and stops
    the build on any problem, naming ``docs/<page>:<line>`` of the page's own file;
 3. replaces each block by a titled, line-numbered, annotated code block with a source
-   link (:mod:`gemmglossary.excerpts.render`).
+   link (:mod:`gemmglossary.excerpts.render`) and the excerpt's line coverage, and marks
+   the lines the tests never executed in the page's HTML (:mod:`gemmglossary.coverage.site`).
 
 The lock is keyed by page, so the page must be known: :mod:`.page` reads it from each
 engine (MkDocs' ``relpath`` tree processor, Zensical's ``rendering_context``). A
@@ -35,9 +36,11 @@ import posixpath
 from dataclasses import replace
 
 from markdown import Extension
+from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
 from .. import vendor
+from ..coverage import site as _coverage
 from ..excerpts.blocks import Block, scan
 from ..excerpts.check import VENDOR_PREFIX, FileCache, check_page, display_path, interrupted, load_lock
 from ..excerpts.lock import LockError
@@ -76,7 +79,11 @@ def source_link_for(block: Block, page_src_uri: str) -> str:
     else:
         url = posixpath.relpath(block.file, posixpath.dirname(page_src_uri) or ".")
         text = link_text(block.file, block.start, block.end)
-    return source_link(text, url)
+    try:
+        note = _coverage.note_for(page_src_uri, block.file, block.start, block.end)
+    except _coverage.COVERAGE_ERRORS as exc:  # a failed coverage run, a stale exemption
+        raise ExcerptError(f"line coverage of the excerpts: {exc}") from None
+    return source_link(text, url) + note
 
 
 def _with_file_lines(page: PageRef, scanned):
@@ -134,9 +141,16 @@ class ExcerptsPreprocessor(Preprocessor):
         return lines if out is text else out.split("\n")
 
 
+class CoverageMarksPostprocessor(Postprocessor):
+    def run(self, text: str) -> str:
+        return _coverage.mark_unexecuted(text)
+
+
 class ExcerptsExtension(Extension):
     def extendMarkdown(self, md):
         md.preprocessors.register(ExcerptsPreprocessor(md), "gemmglossary_excerpts", PRIORITY)
+        # after the raw HTML (the highlighted code) is put back, priority 30
+        md.postprocessors.register(CoverageMarksPostprocessor(md), "gemmglossary_coverage_marks", 5)
 
 
 def makeExtension(**kwargs):
