@@ -84,3 +84,8 @@ def test_an_excerpt_without_code_says_why():
 def test_an_unmeasured_excerpt_says_so():
     r = excerpt_coverage(NO_CODE, REPORT["lines"]["kernels/k.metal"], {}, "", "a metal_kernel body")
     assert r.summary == "line coverage not measured"
+
+
+def test_one_line_is_singular():
+    r = excerpt_coverage({**ENTRY, "end": 10}, REPORT["lines"]["kernels/k.metal"], {})
+    assert r.summary == "1 of 1 line executed"

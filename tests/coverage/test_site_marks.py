@@ -57,3 +57,15 @@ def test_a_mark_that_finds_no_line_is_an_error():
 def test_a_build_without_coverage_says_so():
     note = SiteCoverage(None, "not measured in this build").note("p.md", "k", 1, 2, "")
     assert "not measured" in note
+
+
+def test_an_exempted_line_is_marked_too():
+    row = ExcerptCoverage("p.md", "kernels/k.metal", 10, 13, (10, 11, 12), (), {13: "why"})
+    html = mark_unexecuted(render(SiteCoverage({("p.md", "kernels/k.metal", 10, 13): row})
+                                  .note("p.md", "kernels/k.metal", 10, 13, "")))
+    assert "3 of 3 lines executed (1 exempted)" in html
+    assert f'<span id="__span-0-13" class="{UNEXECUTED_CLASS}"' in html
+
+
+def test_a_project_without_a_coverage_run_gets_no_note():
+    assert SiteCoverage(None).note("p.md", "k", 1, 2, "") == ""

@@ -56,7 +56,7 @@ JOBS = 2
 #: read its report, or never run in it).
 INPUTS = ("kernels", "exercises", "src/gemmglossary", "tests", "pyproject.toml")
 IGNORED = ("tests/coverage/test_counts.py", "tests/coverage/test_excerpts_executed.py",
-           "tests/coverage/test_report.py", "tests/coverage/test_site_marks.py", "tests/coverage/test_cli.py",
+           "tests/coverage/test_report.py", "tests/coverage/test_site_marks.py", "tests/coverage/test_coverage_cli.py",
            "src/gemmglossary/docs_hooks/", "src/gemmglossary/coverage/site.py",
            "src/gemmglossary/coverage/cli.py", "src/gemmglossary/coverage/excerpts.py",
            "src/gemmglossary/coverage/exemptions.py")

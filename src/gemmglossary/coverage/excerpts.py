@@ -39,7 +39,7 @@ class ExcerptCoverage:
     def summary(self) -> str:
         if self.executable == 0 and not self.exempt:
             return "line coverage not measured" if self.unmeasured else "no executable lines"
-        s = f"{len(self.executed)} of {self.executable} lines executed"
+        s = f"{len(self.executed)} of {self.executable} {'line' if self.executable == 1 else 'lines'} executed"
         if self.exempt:
             s += f" ({len(self.exempt)} exempted)"
         return s

@@ -5,8 +5,8 @@ The figures come from the coverage report of the sources being built
 (:func:`.collect.current`: read, or made by a coverage run when there is none), never
 from the page. ``GEMMGLOSSARY_SITE_COVERAGE=off`` (for a quick ``mkdocs serve`` while
 editing kernels) builds without it, and every excerpt then says that coverage was not
-measured; so does a project without the coverage run's test modules (the tests' tiny
-sites).
+measured. A project without the coverage run's test modules (the tests' tiny sites,
+made from a few files) has no coverage to show, and its excerpts get no note.
 """
 
 from __future__ import annotations
@@ -40,19 +40,22 @@ class SiteCoverage:
         if os.environ.get(ENV, "").strip().lower() == "off":
             return cls(None, f"not measured in this build ({ENV}=off)")
         if not collect.available():
-            return cls(None, "not measured: this project has no coverage-run test modules")
+            return cls(None)
         report = collect.current(log=log)
         return cls({(r.page, r.file, r.start, r.end): r for r in all_excerpts(report)})
 
     def note(self, page: str, file: str, start: int, end: int, href_to_docs: str) -> str:
         """Markdown to put after the excerpt's source link (same paragraph)."""
         href = href_to_docs + SECTION
+        if self.rows is None and not self.why_not:
+            return ""
         if self.rows is None:
             return f" · [line coverage {self.why_not}]({href}){{ .excerpt-coverage }}"
         r = self.rows.get((page, file, start, end))
         if r is None:  # the excerpt is in no lock entry: the excerpt check has failed the build already
             raise KeyError(f"docs/{page}: {file}:{start}-{end} is not in the excerpt lock")
-        data = f' data-unexecuted="{" ".join(map(str, r.missing))}"' if r.missing else ""
+        unexecuted = sorted({*r.missing, *r.exempt})  # an exempted line did not run either
+        data = f' data-unexecuted="{" ".join(map(str, unexecuted))}"' if unexecuted else ""
         return f" · [{r.summary}]({href}){{ .excerpt-coverage{data} }}"
 
 
