@@ -30,6 +30,9 @@ def test_site_builds_strictly(mkdocs_site):
                                                        "how-mlx-picks-a-gemm"]:
         html = (site / page / "index.html").read_text(encoding="utf-8")
         assert 'class="excerpt-source"' in html, f"{page}: no kernel excerpt"
+        # each excerpt says how much of it the coverage run executed (gemmglossary.coverage.site)
+        assert html.count('class="excerpt-coverage"') == html.count('class="excerpt-source"'), page
+        assert "lines executed" in html or "line executed" in html, f"{page}: no line coverage shown"
         if page.startswith("glossary/"):
             # Each entry quotes a first-party kernel (published with the site) and MLX steel.
             assert 'href="../../kernels/' in html, f"{page}: no first-party kernel excerpt"
