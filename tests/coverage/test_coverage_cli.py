@@ -48,3 +48,11 @@ def test_all_executed_exits_0(monkeypatch, capsys):
 def test_no_report_and_no_run_is_a_failure(monkeypatch, capsys):
     status, out = run(monkeypatch, capsys, None)
     assert status == 1 and "no coverage report" in out
+
+
+def test_listed_excerpts_without_code_say_so():
+    from gemmglossary.coverage.cli import _executed
+    from gemmglossary.coverage.excerpts import ExcerptCoverage
+    assert _executed(ExcerptCoverage("p", "f", 1, 2, (), (), {}, no_code="a comment")) == "no code"
+    assert _executed(ExcerptCoverage("p", "f", 1, 2, (), (), {}, unmeasured="a macro")) == "not measured"
+    assert _executed(ExcerptCoverage("p", "f", 1, 2, (), ())) == "0/0"

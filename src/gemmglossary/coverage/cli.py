@@ -24,11 +24,16 @@ def register(subparsers) -> None:
 def table(rows) -> list[str]:
     """The table's lines: page, excerpt, executed/executable."""
     head = ("page", "excerpt", "executed")
-    body = [(r.page, f"{r.file}:{r.start}-{r.end}",
-             f"{len(r.executed)}/{r.executable}" + (f" (+{len(r.exempt)} exempt)" if r.exempt else "")) for r in rows]
+    body = [(r.page, f"{r.file}:{r.start}-{r.end}", _executed(r)) for r in rows]
     widths = [max(len(x[i]) for x in [head, *body]) for i in range(3)]
     fmt = lambda x: "  ".join(c.ljust(w) for c, w in zip(x, widths)).rstrip()  # noqa: E731
     return [fmt(head), fmt(tuple("-" * w for w in widths)), *map(fmt, body)]
+
+
+def _executed(r) -> str:
+    if r.executable == 0 and not r.exempt and (r.no_code or r.unmeasured):
+        return "no code" if r.no_code else "not measured"  # listed in coverage-exemptions.toml
+    return f"{len(r.executed)}/{r.executable}" + (f" (+{len(r.exempt)} exempt)" if r.exempt else "")
 
 
 def missing_lines(rows) -> list[str]:
