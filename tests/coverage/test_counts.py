@@ -27,9 +27,10 @@ kernel void branches(device float* out [[buffer(0)]],
     } else {
         out[gid] = 2.0f;
     }
+    threadgroup_barrier(mem_flags::mem_none);
 }
 """
-TAKEN, NOT_TAKEN, COMMENT, SIGNATURE = 10, 12, 4, 5
+TAKEN, NOT_TAKEN, COMMENT, SIGNATURE, BARRIER = 10, 12, 4, 5, 14
 
 RUN = """\
 import numpy as np
@@ -66,6 +67,7 @@ def test_counts_add_up_over_workers_and_launches(tmp_path, start):
     # parameters, once per load)
     assert body(three) == {n: 3 * c for n, c in body(one).items()}, (one, three)
     assert one[NOT_TAKEN] == 0  # executable, never executed
+    assert one.get(BARRIER, 0) > 0, one  # a line that is only a call into the shim counts too
     assert COMMENT not in one and 2 not in one  # a comment, a using-declaration: no code
 
 

@@ -51,7 +51,10 @@ def kernel_flags(library_dirs) -> list[str]:
     if data is None:
         return []
     _point_counters_at(data)
-    return ["--coverage", f"-fprofile-exclude-files={_not_instrumented(library_dirs)}"]
+    # -g (after the emulator's -g1 for g++, so it wins): with -g1 gcc gives a statement that
+    # is only a call of an inlined library function (threadgroup_barrier(...), a constant
+    # initialisation) no line of its own, and gcov would count such lines as not executable
+    return ["--coverage", "-g", f"-fprofile-exclude-files={_not_instrumented(library_dirs)}"]
 
 
 def runtime_flags() -> list[str]:
