@@ -51,10 +51,13 @@ def kernel_flags(library_dirs) -> list[str]:
     if data is None:
         return []
     _point_counters_at(data)
-    # -g (after the emulator's -g1 for g++, so it wins): with -g1 gcc gives a statement that
-    # is only a call of an inlined library function (threadgroup_barrier(...), a constant
-    # initialisation) no line of its own, and gcov would count such lines as not executable
-    return ["--coverage", "-g", f"-fprofile-exclude-files={_not_instrumented(library_dirs)}"]
+    # -O0 and -g, after the emulator's -O2 and (g++) -g1, so that they win. Optimized, gcc
+    # merges a line's code into its neighbours' (a statement whose value nothing uses, the
+    # store in a branch, a function's exit) and gcov then counts it 0 though it ran; with
+    # -g1 it gives a statement that only calls an inlined library function
+    # (threadgroup_barrier(...)) no line at all. gcc's manual asks for both for gcov.
+    # The runtime (the scheduler, runtime_flags) stays optimized.
+    return ["--coverage", "-O0", "-g", f"-fprofile-exclude-files={_not_instrumented(library_dirs)}"]
 
 
 def runtime_flags() -> list[str]:
