@@ -56,9 +56,9 @@ def collect_in_subprocess(tmp_path, start: str, launches: int, workers: int) -> 
 
 @pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_counts_add_up_over_workers_and_launches(tmp_path, start):
-    # gcov counts entries into a line's blocks (at -O2 a line can be entered more than once
-    # per execution), so what must hold is proportionality: no worker's counts are lost
-    # or overwritten when several processes write the same counters file
+    # gcov counts entries into a line's blocks (a line with a loop or a branch is entered
+    # more than once per execution), so what must hold is proportionality: no worker's
+    # counts are lost or overwritten when several processes write the same counters file
     one = collect_in_subprocess(tmp_path, start, launches=1, workers=1)
     three = collect_in_subprocess(tmp_path, start, launches=3, workers=3)
     assert one[TAKEN] >= 256, one  # every thread
