@@ -37,6 +37,7 @@ MODULES = (  # in an order that shares the work between the JOBS processes fairl
     "tests/mlx/test_quantized.py",
     "tests/mlx/test_gemv.py",
     "tests/mlx/test_reduce.py",
+    "tests/mlx/test_gather.py",
     "tests/emulator/test_first_party_kernels.py",
     "tests/exercises/test_checker.py",
     "tests/emulator/test_double_buffered_gemm.py",
