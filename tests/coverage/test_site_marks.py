@@ -69,3 +69,14 @@ def test_an_exempted_line_is_marked_too():
 
 def test_a_project_without_a_coverage_run_gets_no_note():
     assert SiteCoverage(None).note("p.md", "k", 1, 2, "") == ""
+
+
+def test_the_excerpts_extension_marks_the_lines_under_either_engine():
+    # the marks are a postprocessor of the excerpts extension, so Zensical, which runs no
+    # MkDocs hook, gets them too
+    from gemmglossary.docs_hooks.excerpts import ExcerptsExtension
+    md = markdown.Markdown(extensions=["attr_list", "pymdownx.superfences", "pymdownx.highlight", ExcerptsExtension()],
+                           extension_configs={"pymdownx.highlight": highlight_config()})
+    html = md.convert('Source: [k](k.metal){ .excerpt-source } · [x](e.md){ .excerpt-coverage data-unexecuted="11" }'
+                      '\n\n```metal linenums="10"\nint a;\nif (x) y();\n```\n')
+    assert f'<span id="__span-0-11" class="{UNEXECUTED_CLASS}"' in html
