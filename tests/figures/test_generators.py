@@ -27,6 +27,8 @@ def test_every_figure_draws_with_its_defaults():
     for name in FIGURES:
         if name == "swizzle-order":  # MLX's steel GEMM: its own test below, at a smaller size
             continue
+        if name == "precision-error":  # 25 emulator launches: test_entry_generators measures two depths
+            continue
         fig = generate(name, use_cache=False)
         assert fig.svg.startswith("<svg") and fig.alt and fig.title and fig.source, name
         assert len(fig.alt) > 80, f"{name}: alt text says too little"

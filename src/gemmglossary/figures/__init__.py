@@ -18,7 +18,13 @@ from .rhythm import double_buffer
 from .epilogue import masked_edge
 from .fragment import fragment_lanes
 from .loads import cooperative_load, thread_count
+from .matvec import gemv_rows
+from .precision import precision_error
 from .pyramid import tile_pyramid
+from .quantized import quantized_word
+from .route import matmul_route
+from .shuffle import shuffle_tree
+from .splitk import splitk_partitions
 from .swizzle import swizzle_order
 from .timeline import k_step_timeline
 
@@ -27,9 +33,15 @@ FIGURES = {
     "cooperative-load": cooperative_load,
     "double-buffer": double_buffer,
     "fragment-lanes": fragment_lanes,
+    "gemv-rows": gemv_rows,
     "k-step-timeline": k_step_timeline,
     "masked-edge": masked_edge,
+    "matmul-route": matmul_route,
+    "precision-error": precision_error,
+    "quantized-word": quantized_word,
     "register-blocks": register_blocks,
+    "shuffle-tree": shuffle_tree,
+    "splitk-partitions": splitk_partitions,
     "swizzle-order": swizzle_order,
     "thread-count": thread_count,
     "tile-pyramid": tile_pyramid,
