@@ -223,7 +223,7 @@ def test_precision_error_has_the_shape_the_entry_describes():
 def test_precision_figure_plots_what_was_measured(monkeypatch):
     fake = {pair: {"rounded": [1e-6 * (i + 1) * 2 ** j for j in range(5)], "given": [1e-3] * 5}
             for i, pair in enumerate(precision.PAIRS)}
-    monkeypatch.setattr(precision, "errors", lambda depths, seed: fake)
+    monkeypatch.setattr(precision, "errors", lambda depths, seed, **kw: fake)
     fig = precision.precision_error(reference="rounded")
     assert "float16 inputs with a float16 accumulator from 4.0e-06 to 6.4e-05" in fig.alt
     assert len(re.findall(r"<circle", fig.svg)) == 5 * len(precision.PAIRS)

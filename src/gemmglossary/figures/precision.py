@@ -45,11 +45,33 @@ def kernels() -> dict:
     return out, (c["BM"], c["BN"], c["THREADS"])
 
 
-def errors(depths=DEPTHS, seed: int = 3, pairs=PAIRS) -> dict[tuple[str, str], dict[str, list[float]]]:
-    """{pair: {"given": [...], "rounded": [...]}}, one relative error per depth, for a 32 x 32 C."""
+def emulator_matmul():
+    """``run(pair, A, B) -> C``: the kernel of ``pair`` on the emulator, dispatched as its
+    header says (matmul_simd.metal through gemmglossary.kernels)."""
     from ..kernels import KERNELS, cdiv
 
     ks, (bm, bn, threads) = kernels()
+
+    def run(pair, A, B):
+        (M, K), N = A.shape, B.shape[1]
+        C = np.full((M, N), np.nan, A.dtype)
+        if pair == PAIRS[0]:
+            d = KERNELS["matmul_simd"].dispatch(M, N, K)
+            launch = dict(threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
+        else:  # matmul_simd_half.metal's header: (ceil(N/BN), ceil(M/BM)) x THREADS
+            launch = dict(threadgroups=(cdiv(N, bn), cdiv(M, bm), 1), threads_per_threadgroup=(threads, 1, 1))
+        ks[pair](A, B, C, M, N, K, **launch)
+        return C
+
+    return run
+
+
+def errors(depths=DEPTHS, seed: int = 3, pairs=PAIRS, run=None) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """{pair: {"given": [...], "rounded": [...]}}, one relative error per depth, for a 32 x 32 C.
+
+    ``run(pair, A, B)`` multiplies (the emulator's kernels by default; the snippet passes
+    its own, which runs on the GPU on a Mac)."""
+    run = run or emulator_matmul()
     rng = np.random.default_rng(seed)
     out = {pair: {"given": [], "rounded": []} for pair in pairs}
     for K in depths:
@@ -59,14 +81,7 @@ def errors(depths=DEPTHS, seed: int = 3, pairs=PAIRS) -> dict[tuple[str, str], d
         for pair in pairs:
             t = _dtype(pair[0])
             A, B = A32.astype(t), B32.astype(t)
-            C = np.full((32, 32), np.nan, t)
-            if pair == PAIRS[0]:  # matmul_simd.metal, dispatched as gemmglossary.kernels says
-                d = KERNELS["matmul_simd"].dispatch(32, 32, K)
-                launch = dict(threadgroups=d.threadgroups, threads_per_threadgroup=d.threads_per_threadgroup)
-            else:  # matmul_simd_half.metal's header: (ceil(N/BN), ceil(M/BM)) x THREADS
-                launch = dict(threadgroups=(cdiv(32, bn), cdiv(32, bm), 1), threads_per_threadgroup=(threads, 1, 1))
-            ks[pair](A, B, C, 32, 32, K, **launch)
-            C = C.astype(np.float64)
+            C = np.asarray(run(pair, A, B)).astype(np.float64)
             if not np.isfinite(C).all():
                 raise FigureError(f"{pair[0]} inputs with a {pair[1]} accumulator gave a non-finite C at K = {K}")
             rounded = A.astype(np.float64) @ B.astype(np.float64)
