@@ -84,20 +84,10 @@ for pair in PAIRS:
 # a 16-bit accumulator one per 8-deep `simdgroup_multiply_accumulate`, K / 8 of them.
 
 # %%
-Ks = [16, 64, 256, 1024, 4096]
-errors = {pair: {"given": [], "rounded": []} for pair in PAIRS}
-rng = np.random.default_rng(3)
-for K in Ks:
-    A32 = rng.uniform(-1, 1, (32, K)).astype(np.float32)
-    B32 = rng.uniform(-1, 1, (K, 32)).astype(np.float32)
-    exact = A32.astype(np.float64) @ B32.astype(np.float64)
-    for pair in PAIRS:
-        t = DTYPES[pair[0]]
-        A, B = A32.astype(t), B32.astype(t)
-        C = matmul(pair, A, B).astype(np.float64)
-        exact_rounded = A.astype(np.float64) @ B.astype(np.float64)
-        errors[pair]["given"].append(np.abs(C - exact).max() / np.abs(exact).max())
-        errors[pair]["rounded"].append(np.abs(C - exact_rounded).max() / np.abs(exact_rounded).max())
+from gemmglossary.figures import precision  # the page's figure measures with the same function
+
+Ks = list(precision.DEPTHS)
+errors = precision.errors(Ks, seed=3, pairs=PAIRS, run=matmul)
 
 print(f"{'inputs / accumulator':24s}" + "".join(f"{'K=' + str(K):>10s}" for K in Ks))
 for pair in PAIRS:

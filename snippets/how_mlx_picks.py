@@ -60,15 +60,15 @@ for (M, N, K, dtype, ta, tb), device in [
 # returns for that product.
 
 # %%
-KINDS = ["dot_product", "gemv", "gemv_t", "gemv_wide", "splitk", "splitk_nax", "fused", "fused_nax"]
+from gemmglossary.figures.route import KINDS, route_grid  # the page's figure asks route() the same way
+
 sizes = [2 ** i for i in range(0, 13)]
 depths = [2 ** i for i in range(4, 15)]
 fig = Figure(figsize=(11, 4.4), layout="constrained")
 cmap = ListedColormap(["#7f7f7f", "#9467bd", "#c5b0d5", "#e377c2", "#ff7f0e", "#ffbb78", "#1f77b4", "#aec7e8"])
 seen, per_panel = {}, []
 for ax, (device, dtype) in zip(fig.subplots(1, 2), [(M1_LIKE, "float32"), (NAX_MAX, "float16")]):
-    grid = np.array([[KINDS.index(matmul.route(matmul.Problem(m, m, k, dtype), device).kernel) for k in depths]
-                     for m in sizes])
+    grid = np.vectorize(KINDS.index)(route_grid(dtype, device, sizes, depths))
     ax.imshow(grid, cmap=cmap, vmin=0, vmax=len(KINDS) - 1, origin="lower", aspect="auto",
               interpolation="nearest")
     for (i, j), v in np.ndenumerate(grid):

@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 
 from gemmglossary.mlx import matmul, steel_splitk
 from gemmglossary.mlx.launch import DEFAULT_DEVICE
+from gemmglossary.figures.splitk import partition_bounds
 from gemmglossary.snippets import show_figure
 
 assert steel_splitk.SOURCE == "mlx_steel_splitk.metal"  # the instantiations of MLX's split-K GEMM in kernels/
@@ -72,7 +73,7 @@ print(f"C matches numpy (rtol=1e-4, atol=1e-3): {P} partitions of {size} element
 
 # %%
 partials = gemm.buffers[2].reshape(P, M, N)
-bounds = [(p * size, (p + 1) * size if p + 1 < P else K) for p in range(P)]
+bounds = partition_bounds(P, size, K)  # the kernel's rule; the page's figure draws the same
 for p, (k0, k1) in enumerate(bounds):
     np.testing.assert_allclose(partials[p], a[:, k0:k1].astype(np.float64) @ b[k0:k1], rtol=1e-4, atol=1e-4)
 print(f"each of the {P} partial products is A[:, k0:k1] @ B[k0:k1, :] for its slice "
