@@ -55,3 +55,19 @@ def test_a_damaged_entry_is_recomputed_and_old_ones_go(counted, tmp_path):
     old = time.time() - (cache.MAX_AGE_DAYS + 1) * 86400
     os.utime(entry, (old, old))
     assert cache.prune() == 1 and not entry.exists()
+
+
+def test_snippets_do_not_depend_on_the_figure_generators():
+    """A snippet imports this package for show_figure's matplotlib schemes; the registry
+    imports generators lazily, so changing a generator does not re-execute every snippet
+    (the snippet hook keys each one by the modules it imports)."""
+    from pathlib import Path
+
+    from gemmglossary.docs_hooks.snippet_inputs import modules_used
+
+    pkg = Path(figures.__file__).resolve().parent.parent
+    root = pkg.parent.parent
+    used = {p.name for p in modules_used(root / "snippets" / "barriers.py", pkg) if p.parent.name == "figures"}
+    assert "matplotlib_schemes.py" in used
+    assert not used & {"swizzle.py", "timeline.py", "precision.py", "loads.py"}, used
+    assert callable(figures.FIGURES["k-step-timeline"]) and len(figures.FIGURES) >= 15

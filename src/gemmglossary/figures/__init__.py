@@ -11,41 +11,62 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import cache
-from .base import Figure, FigureError, call
-from .blocks import register_blocks
-from .rhythm import double_buffer
-from .epilogue import masked_edge
-from .fragment import fragment_lanes
-from .loads import cooperative_load, thread_count
-from .matvec import gemv_rows
-from .precision import precision_error
-from .pyramid import tile_pyramid
-from .quantized import quantized_word
-from .route import matmul_route
-from .shuffle import shuffle_tree
-from .splitk import splitk_partitions
-from .swizzle import swizzle_order
-from .timeline import k_step_timeline
+import importlib
+from collections.abc import MutableMapping
 
-#: Every figure a page may ask for, by name.
-FIGURES = {
-    "cooperative-load": cooperative_load,
-    "double-buffer": double_buffer,
-    "fragment-lanes": fragment_lanes,
-    "gemv-rows": gemv_rows,
-    "k-step-timeline": k_step_timeline,
-    "masked-edge": masked_edge,
-    "matmul-route": matmul_route,
-    "precision-error": precision_error,
-    "quantized-word": quantized_word,
-    "register-blocks": register_blocks,
-    "shuffle-tree": shuffle_tree,
-    "splitk-partitions": splitk_partitions,
-    "swizzle-order": swizzle_order,
-    "thread-count": thread_count,
-    "tile-pyramid": tile_pyramid,
-}
+from . import cache
+from .base import Figure, FigureError, Generator, call
+
+
+class _Registry(MutableMapping):
+    """Figure name -> generator, each imported when first asked for.
+
+    Lazy on purpose: the snippets import this package for its matplotlib schemes only,
+    and the snippet hook keys a snippet's cached output by the modules it imports; naming
+    the generators here with import statements would make every generator a dependency
+    of every snippet, re-executing all of them when one figure changes."""
+
+    def __init__(self, names: dict[str, str]):
+        self._items: dict[str, str | Generator] = dict(names)
+
+    def __getitem__(self, name: str) -> Generator:
+        item = self._items[name]
+        if isinstance(item, str):
+            module, _, attr = item.partition(":")
+            item = self._items[name] = getattr(importlib.import_module(f".{module}", __name__), attr)
+        return item
+
+    def __setitem__(self, name: str, value: Generator) -> None:
+        self._items[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self._items[name]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+#: Every figure a page may ask for, by name ("module:function" of this package).
+FIGURES = _Registry({
+    "cooperative-load": "loads:cooperative_load",
+    "double-buffer": "rhythm:double_buffer",
+    "fragment-lanes": "fragment:fragment_lanes",
+    "gemv-rows": "matvec:gemv_rows",
+    "k-step-timeline": "timeline:k_step_timeline",
+    "masked-edge": "epilogue:masked_edge",
+    "matmul-route": "route:matmul_route",
+    "precision-error": "precision:precision_error",
+    "quantized-word": "quantized:quantized_word",
+    "register-blocks": "blocks:register_blocks",
+    "shuffle-tree": "shuffle:shuffle_tree",
+    "splitk-partitions": "splitk:splitk_partitions",
+    "swizzle-order": "swizzle:swizzle_order",
+    "thread-count": "loads:thread_count",
+    "tile-pyramid": "pyramid:tile_pyramid",
+})
 
 
 def generate(name: str, args: dict[str, str] | None = None, *, use_cache: bool = True) -> Figure:
