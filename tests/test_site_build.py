@@ -32,7 +32,8 @@ def test_site_builds_strictly(mkdocs_site):
         assert 'class="excerpt-source"' in html, f"{page}: no kernel excerpt"
         # each excerpt says how much of it the coverage run executed (gemmglossary.coverage.site)
         assert html.count('class="excerpt-coverage"') == html.count('class="excerpt-source"'), page
-        assert "lines executed" in html or "line executed" in html, f"{page}: no line coverage shown"
+        if page != "how-mlx-picks-a-gemm":  # its one excerpt holds no executable line (coverage-exemptions.toml)
+            assert "lines executed" in html or "line executed" in html, f"{page}: no line coverage shown"
         if page.startswith("glossary/"):
             # Each entry quotes a first-party kernel (published with the site) and MLX steel.
             assert 'href="../../kernels/' in html, f"{page}: no first-party kernel excerpt"
