@@ -278,7 +278,13 @@ def test_ctrl_c_during_the_writes_is_held_until_both_are_written(locked, monkeyp
         real_apply(pairs)
 
     monkeypatch.setattr(transaction, "_apply", interrupted)
-    assert cli.main(["update"]) == 130
+    # Ctrl-C as a terminal delivers it: Python's own handler, whatever an earlier test or a
+    # library of the session installed (in a full run something leaves another in place)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert cli.main(["update"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
     err = capsys.readouterr().err
     assert "interrupted; the pages and the lock are consistent" in err and "Traceback" not in err
     assert ":6:12" in locked.read("docs/index.md")
