@@ -22,9 +22,7 @@ do); elsewhere, the line of the text being converted.
 
 from __future__ import annotations
 
-import inspect
 import re
-import typing
 from pathlib import Path
 from typing import Literal
 
@@ -35,6 +33,7 @@ from .. import traffic, vendor
 from ..mlx import matmul as mm
 from ..mlx import affine
 from ..mlx import quantized as mq
+from ..text_args import keyword_arguments
 from .page import current_page
 
 #: A fact: ``{{fact`` NAME then ``key=value`` words, closed by ``}}`` on the same line.
@@ -433,23 +432,6 @@ FACTS = {
 
 # ----------------------------------------------------------------------------- evaluation
 
-def _convert(key: str, text: str, annotation) -> object:
-    if annotation is bool:
-        if text not in ("true", "false"):
-            raise FactError(f"argument {key}= must be true or false, got {text!r}")
-        return text == "true"
-    if annotation is int:
-        if not re.fullmatch(r"-?\d+", text):
-            raise FactError(f"argument {key}= must be an integer, got {text!r}")
-        return int(text)
-    if typing.get_origin(annotation) is Literal:
-        choices = typing.get_args(annotation)
-        if text not in choices:
-            raise FactError(f"argument {key}= must be one of {', '.join(choices)}, got {text!r}")
-        return text
-    return text
-
-
 def evaluate(body: str) -> str:
     """The value of one fact, from the text between ``{{fact`` and ``}}``."""
     words = body.split()
@@ -461,22 +443,15 @@ def evaluate(body: str) -> str:
     if name not in FACTS:
         raise FactError(f"unknown fact {name!r}; known facts: {', '.join(sorted(FACTS))}")
     func = FACTS[name]
-    params = inspect.signature(func).parameters
-    hints = typing.get_type_hints(func)
-    kwargs: dict[str, object] = {}
+    args_text: dict[str, str] = {}
     for word in args:
         m = ARG.match(word)
         if not m:
             raise FactError(f"fact {name}: {word!r} is not key=value")
-        key = m["key"]
-        if key not in params:
-            raise FactError(f"fact {name} has no argument {key!r}; it takes {', '.join(params)}")
-        if key in kwargs:
-            raise FactError(f"fact {name}: argument {key!r} given twice")
-        kwargs[key] = _convert(key, m["value"], hints.get(key, str))
-    missing = [k for k, p in params.items() if p.default is inspect.Parameter.empty and k not in kwargs]
-    if missing:
-        raise FactError(f"fact {name} needs {', '.join(f'{k}=' for k in missing)}")
+        if m["key"] in args_text:
+            raise FactError(f"fact {name}: argument {m['key']!r} given twice")
+        args_text[m["key"]] = m["value"]
+    kwargs = keyword_arguments(f"fact {name}", func, args_text, FactError)
     try:
         return str(func(**kwargs))
     except mm.HostError as exc:
