@@ -54,6 +54,24 @@ def _read(path: str, mtime_ns: int, size: int) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
+# What is read from a kernel file is read once per text of the file: the runtime, the
+# benchmarks and the snippets ask a description for its signature, constants and struct
+# on every launch, and tokenizing the file each time cost more than the launch itself.
+@lru_cache(maxsize=64)
+def _signature(source: str, name: str, filename: str) -> KernelSignature | None:
+    return find_kernel(source, name, filename)
+
+
+@lru_cache(maxsize=128)
+def _constants(source: str, defines: tuple) -> declarations.Constants:
+    return declarations.constants(source, dict(defines))
+
+
+@lru_cache(maxsize=64)
+def _struct_dtype(source: str, type_name: str, filename: str) -> np.dtype:
+    return declarations.struct_dtype(source, type_name, filename)
+
+
 class BindError(ValueError):
     """A kernel parameter this table does not know how to fill."""
 
@@ -73,7 +91,7 @@ class KernelFile:
         return _read(str(self.path), st.st_mtime_ns, st.st_size)
 
     def signature(self) -> KernelSignature:
-        sig = find_kernel(self.source(), self.name, str(self.path))
+        sig = _signature(self.source(), self.name, str(self.path))
         if sig is None:
             raise BindError(f"{self.path}: declares no kernel named {self.name!r}")
         return sig
@@ -86,7 +104,13 @@ class KernelFile:
 
     def constants(self, defines: dict | None = None) -> declarations.Constants:
         """Every integer constant of the kernel file, built with ``defines``."""
-        return declarations.constants(self.source(), defines)
+        try:
+            key = tuple(sorted((defines or {}).items(), key=lambda kv: str(kv[0])))
+            cached = _constants(self.source(), key)
+        except TypeError:  # a define whose value cannot be a cache key
+            return declarations.constants(self.source(), defines)
+        # a copy: callers own what they are given
+        return declarations.Constants(dict(cached.values), dict(cached.unknown))
 
     def max_total_threads(self, defines: dict | None = None) -> int | None:
         """The kernel's ``max_total_threads_per_threadgroup`` bound, if it declares one."""
@@ -111,7 +135,7 @@ class GemmKernel(KernelFile):
         p = self.struct_parameter()
         if p is None:
             return None
-        return declarations.struct_dtype(self.source(), p.value_type, str(self.path))
+        return _struct_dtype(self.source(), p.value_type, str(self.path))
 
     @property
     def alpha_beta(self) -> bool:
