@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -63,8 +64,30 @@ IGNORED = ("tests/coverage/test_counts.py", "tests/coverage/test_excerpts_execut
            "src/gemmglossary/coverage/exemptions.py")
 
 
+#: What a coverage run imports that the site's own dependencies do not bring (the test
+#: extra, ``pip install -e '.[test]'``), by module and the distribution that provides it.
+RUN_REQUIRES = {"pytest": "pytest", "xdist": "pytest-xdist"}
+
+
 class CoverageRunError(RuntimeError):
     pass
+
+
+class CoverageUnavailable(RuntimeError):
+    """No coverage run can be made in this environment (what it needs is not installed)."""
+
+
+def missing_requirements() -> list[str]:
+    """The distributions of RUN_REQUIRES that this Python cannot import."""
+    return [dist for module, dist in RUN_REQUIRES.items() if importlib.util.find_spec(module) is None]
+
+
+def _require_run_dependencies() -> None:
+    missing = missing_requirements()
+    if missing:
+        raise CoverageUnavailable(
+            f"a coverage run needs {', '.join(missing)}, which {sys.executable} cannot import "
+            "(they come with the test dependencies: pip install -e '.[test]')")
 
 
 def input_files(root: Path | None = None):
@@ -120,6 +143,7 @@ def available(root: Path | None = None) -> bool:
 def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
     """Run `modules` with coverage on; the report (also saved under the inputs' key)."""
     root = root or paths.project_root()
+    _require_run_dependencies()
     key = inputs_key(root)
     missing = [m for m in modules if not (root / m).is_file()]
     if missing:
@@ -203,5 +227,6 @@ def current(root: Path | None = None, *, collect: bool = True, log=None) -> dict
         return report
     if mode.enabled():
         raise CoverageRunError("a coverage run was asked for from inside a coverage run")
+    _require_run_dependencies()
     with _exclusive(reports_dir() / ".lock"):
         return load(key) or run(root, log=log)
