@@ -54,8 +54,37 @@ def mkdocs_site(tmp_path_factory) -> SiteBuild:
     return SiteBuild(site, run)
 
 
+#: The xdist groups (pyproject's addopts run the suite with ``--dist loadgroup``), in the
+#: order they are handed out. ``coverage``: its checks read the coverage report of these
+#: sources, made by a coverage run (on every core, minutes on a cold compile cache) that
+#: the first of them starts. ``site``: every test of the real site built once, and the
+#: browser, which has one chromium per process; it waits for the same report, so the two
+#: groups begin together and the coverage run has the machine to itself.
+FIRST_GROUPS = ("coverage", "site")
+
+
+def _group(item) -> str:
+    if item.nodeid.startswith("tests/coverage/"):
+        return "coverage"
+    if item.nodeid.startswith("tests/browser/") or "mkdocs_site" in getattr(item, "fixturenames", ()):
+        return "site"
+    # one module on one process: its kernels are compiled once, not once per process
+    return item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
 def pytest_collection_modifyitems(session, config, items) -> None:
-    # tests/coverage/ first: its check makes the coverage report of these sources (a coverage
-    # run, minutes on a cold compile cache), which every site build of the session then reads
-    # instead of making it within its own time limit. The order is otherwise kept.
-    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/coverage/") else 1)
+    groups = {id(item): _group(item) for item in items}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
+    # The first groups first; then the modules with the most tests (a rough measure of
+    # their time) before the small ones, so that no long module is left for last while
+    # the other process idles. Within a module the order is kept.
+    size: dict[str, int] = {}
+    for item in items:
+        size[groups[id(item)]] = size.get(groups[id(item)], 0) + 1
+
+    def rank(item):
+        g = groups[id(item)]
+        return (FIRST_GROUPS.index(g), 0) if g in FIRST_GROUPS else (len(FIRST_GROUPS), -size[g])
+    items.sort(key=rank)  # stable: the order within a group is kept

@@ -163,3 +163,15 @@ def test_two_checkouts_never_share_a_precompiled_shim(monkeypatch, tmp_path):
     assert build.shim_hash.__wrapped__() != here
     monkeypatch.setattr(build, "HERE", build.SHIM_DIR.parent)
     assert build.shim_hash.__wrapped__() == here
+
+
+def test_processes_wanting_the_same_new_kernel_compile_it_once():
+    # the suite runs on every core; two processes asking for one kernel at the same moment
+    # must share one compile (the second waits for the first's entry), not make two
+    src = _unique_source(5.0)
+    procs = [subprocess.Popen([sys.executable, "-c", LOAD, src], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    firsts = sorted(out.splitlines()[0] for out, _ in outs)
+    assert firsts == ["5.0 False", "5.0 True"], outs  # one compiled it, the other read its entry

@@ -31,7 +31,7 @@ VERSION = 1
 #: MLX instantiation files and the exercises the pages quote (tests/runtime/test_coverage.py
 #: names which test runs which file). Only these run instrumented: the rest of the suite
 #: exercises the emulator's diagnostics, not the quoted lines.
-MODULES = (  # in an order that shares the work between the JOBS processes fairly
+MODULES = (
     "tests/mlx/test_steel_gemm.py",
     "tests/mlx/test_steel_splitk.py",
     "tests/mlx/test_nax_gemm.py",
@@ -49,8 +49,8 @@ MODULES = (  # in an order that shares the work between the JOBS processes fairl
     "tests/emulator/test_half_precision_kernels.py",
 )
 
-#: How many pytest processes share the modules: the run is mostly compiling, one process
-#: per core (the machine that runs CI has 2).
+#: How many pytest processes (xdist workers) share the modules: the run is mostly
+#: compiling, one process per core (the machine that runs CI has 2).
 JOBS = 2
 
 #: What the key hashes: every file below these (relative to the repository root), but
@@ -150,39 +150,33 @@ def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
         raise CoverageRunError(f"the coverage run's test modules are missing: {missing} "
                                "(gemmglossary/coverage/collect.py: MODULES)")
     t0 = time.monotonic()
-    groups = [list(modules[i::JOBS]) for i in range(JOBS) if modules[i::JOBS]]
     with tempfile.TemporaryDirectory(prefix="gemmglossary-coverage-") as tmp:
         data = Path(tmp)
-        env = dict(os.environ, **{mode.ENV: str(data), "GCOV_PREFIX": str(mode.counters_dir(data)),
-                                  "GCOV_PREFIX_STRIP": "0"})
-        procs = []
-        try:
-            for i, group in enumerate(groups):
-                cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header",
-                       "--durations=10", *group]
-                if log:
-                    log(f"coverage run, part {i + 1} of {len(groups)}: {' '.join(cmd[1:])}")
-                out = open(data / f"pytest-{i}.log", "w+")
-                procs.append((subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT), out))
-            status = [p.wait() for p, _ in procs]
-        finally:
-            for p, _ in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-        outputs = []
-        for _, f in procs:
-            f.seek(0)
-            outputs.append(f.read())
-            f.close()
+        # (a run started from a test of an xdist worker must not look like one of its workers)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST"))}
+        env.update({mode.ENV: str(data), "GCOV_PREFIX": str(mode.counters_dir(data)), "GCOV_PREFIX_STRIP": "0"})
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "--durations=10",
+               "-n", str(JOBS), "--dist", "loadgroup", *modules]
+        if log:
+            log(f"coverage run: {' '.join(cmd[1:])}")
+        with open(data / "pytest.log", "w+") as out:
+            proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+            try:
+                status = proc.wait()
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            out.seek(0)
+            output = out.read()
         tests_seconds = time.monotonic() - t0
-        log_path(key).write_text("\n".join(outputs))
-        if any(status):
-            tail = "\n".join(ln for o in outputs for ln in o.splitlines()[-15:])
+        log_path(key).write_text(output)
+        if status:
+            tail = "\n".join(output.splitlines()[-30:])
             raise CoverageRunError(f"the coverage run's tests failed (exit {status}; all output in "
                                    f"{log_path(key)}); no report was written:\n{tail}")
         counts = gcov.line_counts(mode.counters_dir(data), root)
-    summary = "; ".join(next((ln for ln in reversed(o.splitlines()) if ln.strip()), "") for o in outputs)
+    summary = next((ln for ln in reversed(output.splitlines()) if ln.strip()), "")
     report = {
         "version": VERSION, "key": key, **_commit(root), "modules": list(modules),
         "pytest": summary, "tests_seconds": round(tests_seconds, 1),

@@ -141,12 +141,15 @@ def runtime_object() -> Path:
     out = cache_root() / f"runtime-{key}.o"
     if _cache.read_file_entry(out):
         return out
-    tmp = out.with_name(f".{out.name}.{os.getpid()}")
-    r = subprocess.run([cxx, *flags, "-fexceptions", "-I", str(SHIM_DIR), "-c", str(RUNTIME_SRC), "-o", str(tmp)],
-                       capture_output=True, text=True)
-    if r.returncode:
-        raise CompileError("the emulator runtime failed to compile:\n" + r.stderr[-4000:])
-    return _cache.write_file_entry(out, tmp)
+    with _cache.one_builder(out.with_name(f".{out.name}.lock")):
+        if _cache.read_file_entry(out):  # built by another process while this one waited
+            return out
+        tmp = out.with_name(f".{out.name}.{os.getpid()}")
+        r = subprocess.run([cxx, *flags, "-fexceptions", "-I", str(SHIM_DIR), "-c", str(RUNTIME_SRC), "-o", str(tmp)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise CompileError("the emulator runtime failed to compile:\n" + r.stderr[-4000:])
+        return _cache.write_file_entry(out, tmp)
 
 
 def preprocessor_command(include_dirs: list[str], defines: dict | None) -> list[str]:
@@ -261,9 +264,17 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(flags)]).encode()).hexdigest()[:24]
     d = cache_root() / key
     entry = _cache.read_kernel_entry(d)  # verified, or None (a damaged entry is rebuilt, with a warning)
-    if entry:
-        stats["cache_hits"] += 1
-        return (*entry, True)
+    if not entry:
+        with _cache.one_builder(d / ".build.lock"):
+            entry = _cache.read_kernel_entry(d)  # built by another process while this one waited
+            if not entry:
+                return _compile(d, pre, filename, function_constants, kernel, cxx, ver, flags)
+    stats["cache_hits"] += 1
+    return (*entry, True)
+
+
+def _compile(d: Path, pre: str, filename: str, function_constants: dict | None, kernel: str | None,
+             cxx: str, ver: str, flags: list[str]):
     rw = rewrite(pre, filename, function_constants, only=None if kernel is None else {kernel})
     manifest = {
         "kernels": {

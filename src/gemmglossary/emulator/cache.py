@@ -11,6 +11,8 @@ loaded that has not been checked: a damaged entry is removed, rebuilt, and a
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -135,3 +137,18 @@ def write_file_entry(path: Path, tmp: Path) -> Path:
     os.replace(tmp, path)
     atomic_write(path.with_suffix(".json"), json.dumps(digest).encode())
     return path
+
+
+@contextlib.contextmanager
+def one_builder(lock: Path):
+    """Held while one entry is built, so that a process wanting the same entry waits for
+    the one building it and then reads its result instead of compiling it a second time
+    (the test suite runs on every core, and two processes often want the same kernel at
+    once). An advisory lock on the file `lock`, released by the system if its holder dies."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
