@@ -31,7 +31,6 @@ from gemmglossary.mlx.matmul import Device
 from gemmglossary.mlx.launch import bfloat16
 from gemmglossary.paths import kernels_dir
 
-from emulator_gaps import gap
 
 TOLERANCE = {np.dtype(np.float32): dict(atol=1e-4, rtol=1e-4), np.dtype(np.float16): dict(atol=2e-2, rtol=1e-2),
              bfloat16: dict(atol=5e-2, rtol=2e-2)}
@@ -77,19 +76,7 @@ def reference(x, w, transpose):
     return x.astype(np.float64) @ (np.swapaxes(dense, -1, -2) if transpose else dense)
 
 
-def _gaps(case) -> tuple[str, ...]:
-    """quad_sum is compiled with every kernel of quantized.h; unbatched launches leave the
-    batch buffers unbound; bfloat16 matrix-matrix kernels go through steel's mma.h."""
-    name, x, w, _, kernel = case
-    needs = ["quad"]
-    if w.wq.ndim == 2:
-        needs.append("unbound")
-    if kernel.startswith("qmm") and x.dtype == bfloat16:
-        needs.append("bf16_mma")
-    return tuple(needs)
-
-
-@pytest.mark.parametrize("x,w,transpose,kernel", [pytest.param(*c[1:], id=c[0], marks=gap(*_gaps(c))) for c in CASES])
+@pytest.mark.parametrize("x,w,transpose,kernel", [pytest.param(*c[1:], id=c[0]) for c in CASES])
 def test_kernel_matches_numpy(x, w, transpose, kernel):
     plan = quantized.plan(x, w, transpose=transpose)
     (name,) = plan.host_names

@@ -23,12 +23,9 @@ from gemmglossary.mlx import sdpa_vector as sv
 from gemmglossary.mlx.matmul import Device
 from gemmglossary.mlx.launch import bfloat16
 
-from emulator_gaps import gap
 
 TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float16): 4e-3, bfloat16: 3e-2}
 BASE, MAX, ULTRA = Device("g", 13), Device("s", 15), Device("d", 14)
-FAST_EXP_GAP = gap("fast_exp")
-TG_SIMD_GAP = gap("simd_tg")
 
 
 def reference(q, k, v, scale, mask=None, sinks=None):
@@ -81,7 +78,7 @@ def _one_pass_cases():
 
 
 # float32 is exact enough to see exponentials rounded to bfloat16; half and bfloat16 are not.
-ONE_PASS = [pytest.param(*c[1:], id=c[0], marks=FAST_EXP_GAP if c[0].startswith("f32") else ())
+ONE_PASS = [pytest.param(*c[1:], id=c[0])
             for c in _one_pass_cases()]
 
 
@@ -113,7 +110,7 @@ TWO_PASS = list(_two_pass_cases())
 
 
 @pytest.mark.parametrize("device,blocks,arrays,options", [
-    pytest.param(*c[1:], id=c[0], marks=[TG_SIMD_GAP] + ([FAST_EXP_GAP] if c[0].startswith("f32") else []))
+    pytest.param(*c[1:], id=c[0])
     for c in TWO_PASS])
 def test_two_pass(device, blocks, arrays, options):
     q, k, v = arrays
@@ -125,7 +122,6 @@ def test_two_pass(device, blocks, arrays, options):
     check(plan, q, k, v, **options)
 
 
-@gap("max_tg", "simd_tg")
 def test_two_pass_gqa_kernel():
     """One query token, 8 query heads per key/value head, 8192 keys or more, no mask: the
     first pass that reads each key once for the whole group."""

@@ -1,18 +1,11 @@
-"""Emulator constructs MLX's kernels need that the emulator may not support yet (issue #10 §2, §3).
-
-Each gap has a small probe of our own: a kernel using just that construct, compiled (and
-where the gap is a wrong result or a false diagnostic, run) once per session, cached by the
-emulator like any kernel. A test that needs the construct is marked with :func:`gap`: while
-the probe fails the test is reported as an expected failure naming what is missing, and
-not run (its compile would only fail again, at a cost); as soon as the emulator supports the
-construct the mark lifts by itself and the test runs and must pass. Merge order between the
-emulator and the MLX families does not matter. ``pytest --runxfail`` runs them regardless.
-"""
+"""The constructs MLX's kernels rely on that the emulator once lacked (issue #10 §2, §3),
+each in a small probe of our own: it must compile, and where the construct once gave a
+wrong result or a false diagnostic, run and give the right one. The MLX family tests in
+tests/mlx run the real headers; these say which construct broke when one of them fails."""
 
 from __future__ import annotations
 
 import warnings
-from functools import lru_cache
 
 import numpy as np
 import pytest
@@ -20,7 +13,7 @@ import pytest
 UTILS = '#include "mlx/backend/metal/kernels/utils.h"\n'
 PRELUDE = "#include <metal_stdlib>\nusing namespace metal;\n"
 
-# name -> (what is missing, probe source, kernel name, how to run it or None to only compile)
+# name -> (the construct, probe source, kernel name, how to run it or None to only compile)
 PROBES = {
     "uniform": ("uniform<int> / make_uniform (gemv.h, gemv_masked.h)", PRELUDE + """
 kernel void k(device int* out [[buffer(0)]], constant int& n [[buffer(1)]]) {
@@ -159,21 +152,12 @@ def _run(kind, kernel):
     raise ValueError(kind)
 
 
-@lru_cache(maxsize=None)
-def supported(name: str) -> bool:
-    from gemmglossary.emulator import EmulatorError, load_kernel
+@pytest.mark.parametrize("name", PROBES)
+def test_construct_mlx_relies_on(name):
+    from gemmglossary.emulator import load_kernel
     from gemmglossary.paths import vendor_dir
 
-    _, source, kernel_name, run = PROBES[name]
-    try:
-        kernel = load_kernel(source, kernel_name, include_dirs=[vendor_dir()])
-        return True if run is None else bool(_run(run, kernel))
-    except EmulatorError:
-        return False
-
-
-def gap(*names: str) -> pytest.MarkDecorator:
-    """An expected failure, not run, while any of the named constructs is missing from the emulator."""
-    missing = [PROBES[n][0] for n in names if not supported(n)]
-    return pytest.mark.xfail(bool(missing), run=False,
-                             reason="emulator does not support yet: " + "; ".join(missing))
+    what, source, kernel_name, run = PROBES[name]
+    kernel = load_kernel(source, kernel_name, include_dirs=[vendor_dir()])
+    if run is not None:
+        assert _run(run, kernel), f"wrong result from {what}"
