@@ -333,6 +333,30 @@ def test_tiny_site_renders_and_re_executes_only_what_changed(tmp_path: Path):
     assert len(list((root / ".cache" / "snippets" / "good").glob("*.ipynb"))) <= snippets_hook.KEEP
 
 
+def test_snippets_are_executed_side_by_side_and_every_failure_waits_for_the_rest(monkeypatch):
+    import threading
+
+    from gemmglossary.docs_hooks import snippet_pages
+
+    both_running = threading.Barrier(2, timeout=30)  # breaks unless two run at once
+    tried = []
+
+    def fake(snippet, notebook, root=None):
+        both_running.wait()
+        tried.append(snippet)
+        if snippet.name in ("b.py", "c.py"):
+            raise snippet_pages.SnippetError(f"snippets/{snippet.name} raised")
+        return snippet.name != "d.py"  # d.py: already executed
+
+    monkeypatch.setattr(snippet_pages, "ensure_executed", fake)
+    pairs = [(Path(f"{n}.py"), Path(f"{n}.ipynb")) for n in "abcd"]
+    with pytest.raises(snippet_pages.SnippetError, match="b.py"):  # the first, in the order given
+        snippet_pages.ensure_all_executed(pairs, jobs=2)
+    assert sorted(p.name for p in tried) == ["a.py", "b.py", "c.py", "d.py"]
+    tried.clear()
+    assert snippet_pages.ensure_all_executed(pairs[:1] + pairs[3:], jobs=2) == [Path("a.py")]
+
+
 @pytest.mark.slow
 def test_tiny_site_build_fails_on_a_broken_snippet(tmp_path: Path):
     root = _tiny_site(tmp_path / "site-src", {"good.py": GOOD, "broken.py": BROKEN})

@@ -24,19 +24,22 @@ Both engines show the same executed notebook:
 Kernels run over IPC (local sockets) rather than TCP, on which ipykernel prints "Kernel
 is running over TCP without encryption" once per snippet: nothing a reader of the build
 log needs, and every other warning still shows. The socket prefix is absolute, in
-Jupyter's runtime folder and one per process (jupyter_client's default is relative to
+Jupyter's runtime folder and one per process and thread (jupyter_client's default is relative to
 the current folder, and the kernel runs in snippets/).
 """
 
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import functools
 import html
+import itertools
 import logging
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 
 from ..excerpts.lock import write_text_atomic
@@ -75,13 +78,27 @@ def use_this_python() -> None:
 
 
 @functools.cache
-def kernel_ipc_prefix() -> str:
-    """Absolute path prefix of this process's kernel sockets (``<prefix>-<n>``)."""
+def kernel_ipc_prefix(thread: int = 0) -> str:
+    """Absolute path prefix of the kernel sockets (``<prefix>-<n>``) of this process and
+    thread: jupyter_client takes the first free ``<n>`` under a prefix, so kernels started
+    at once by two threads must not share one."""
     from jupyter_core.paths import jupyter_runtime_dir
 
     folder = Path(jupyter_runtime_dir())
     folder.mkdir(parents=True, exist_ok=True)
-    return str(folder / f"gemmglossary-{os.getpid()}")
+    return str(folder / f"gemmglossary-{os.getpid()}-{thread}")
+
+
+_thread_numbers = itertools.count()
+_this_thread = threading.local()
+
+
+def _thread_number() -> int:
+    """A small number of the calling thread (a socket path must stay short: about 100
+    bytes on Linux and macOS, and the runtime folder may be deep already)."""
+    if not hasattr(_this_thread, "number"):
+        _this_thread.number = next(_thread_numbers)
+    return _this_thread.number
 
 
 def notebook_path(snippet: Path, key: str, root: Path | None = None) -> Path:
@@ -102,7 +119,7 @@ def execute(snippet: Path, root: Path | None = None):
     use_this_python()
     nb = jupytext.read(snippet)
     # The client starts (and shuts down) its own kernel, over IPC.
-    config = Config({"KernelManager": {"transport": "ipc", "ip": kernel_ipc_prefix()}})
+    config = Config({"KernelManager": {"transport": "ipc", "ip": kernel_ipc_prefix(_thread_number())}})
     client = NotebookClient(nb, config=config, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT,
                             allow_errors=False, resources={"metadata": {"path": str(snippet.parent)}})
     env = {**os.environ, "GEMMGLOSSARY_ROOT": str(project_root() if root is None else root)}
@@ -139,6 +156,22 @@ def ensure_executed(snippet: Path, path: Path, root: Path | None = None) -> bool
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, nbformat.writes(nb))
     return True
+
+
+def ensure_all_executed(pairs, root: Path | None = None, jobs: int | None = None) -> list[Path]:
+    """:func:`ensure_executed` for every ``(snippet, notebook)`` pair, ``jobs`` at a time
+    (one per core by default: each runs in a kernel process of its own, and is mostly
+    compiling and running kernels). Returns the snippets executed now, in the order given.
+    Every pair is tried; then the first failure, in that order, is raised."""
+    pairs = list(pairs)
+    jobs = max(1, min(len(pairs), jobs or os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="snippet") as pool:
+        futures = [pool.submit(ensure_executed, snippet, notebook, root) for snippet, notebook in pairs]
+    ran = []
+    for (snippet, _), future in zip(pairs, futures):
+        if future.result():  # raises the first failure
+            ran.append(snippet)
+    return ran
 
 
 def prune(snippet: Path, current: Path) -> None:

@@ -41,7 +41,8 @@ from mkdocs.structure.files import File, Files
 
 from ..paths import project_root
 from .snippet_inputs import snippet_inputs
-from .snippet_pages import KEEP, KEY_LENGTH, SnippetError, ensure_executed, notebook_path, prune  # noqa: F401
+from .snippet_pages import (KEEP, KEY_LENGTH, SnippetError, ensure_all_executed, ensure_executed,  # noqa: F401
+                            notebook_path, prune)
 
 log = logging.getLogger("mkdocs.hooks.snippets")
 
@@ -197,6 +198,14 @@ def on_files(files: Files, config) -> Files:
         download = f"{SNIPPETS_DIR}/{snippet.stem}/{snippet.name}"
         if files.get_file_from_path(download) is None:
             files.append(File.generated(config, download, abs_src_path=str(snippet)))
+    # Every snippet page is built: execute the ones not yet executed now, side by side,
+    # rather than one by one as their pages come up (on_pre_page then finds them done).
+    uri_of = {snippet: uri for uri, (snippet, _) in _notebooks.items()}
+    try:
+        for snippet in ensure_all_executed(_notebooks.values()):
+            log.info("executed %s", uri_of[snippet])
+    except SnippetError as exc:
+        raise PluginError(str(exc)) from None
     return files
 
 

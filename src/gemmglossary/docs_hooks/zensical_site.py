@@ -44,7 +44,7 @@ from ..excerpts.blocks import find_blocks
 from ..excerpts.check import VENDOR_PREFIX, read_pages
 from ..paths import project_root
 from .engine_check import NAME as ENGINE_CHECK
-from .snippet_pages import SnippetError, ensure_executed, markdown_page, notebook_path, prune
+from .snippet_pages import SnippetError, ensure_all_executed, markdown_page, notebook_path, prune
 from .snippets import SNIPPETS_DIR, cache_key, snippet_paths
 
 STAGING = Path(".cache") / "zensical"
@@ -131,12 +131,13 @@ def stage(*, log=print) -> Path:
         if source.is_file():  # a missing one is the excerpt check's to report, with its page
             (target / file).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target / file)
-    executed = 0
-    for uri, path in snippets.items():
-        notebook = notebook_path(path, cache_key(path, root), root)
-        if ensure_executed(path, notebook, root):
-            executed += 1
+    notebooks = {uri: (path, notebook_path(path, cache_key(path, root), root)) for uri, path in snippets.items()}
+    ran = set(ensure_all_executed(notebooks.values(), root))
+    for uri, (path, _) in notebooks.items():
+        if path in ran:
             log(f"executed {uri}")
+    executed = len(ran)
+    for uri, (path, notebook) in notebooks.items():
         (target / uri).parent.mkdir(parents=True, exist_ok=True)
         (target / uri).with_suffix(".md").write_text(markdown_page(notebook, path.stem), encoding="utf-8")
         shutil.copyfile(path, target / uri)
