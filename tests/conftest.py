@@ -6,6 +6,9 @@ fresh checkout needs no separate `gemmglossary vendor` step.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -38,53 +41,79 @@ class SiteBuild:
         return self.run.stdout + self.run.stderr
 
 
+def _session_folder(tmp_path_factory) -> Path:
+    """A folder of this test run shared by all its processes (an xdist worker's own
+    temporary folder is one level below the run's)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _one_at_a_time(lock: Path):
+    with open(lock, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def mkdocs_site(tmp_path_factory) -> SiteBuild:
-    """The real site, built once per session and looked at by every suite that needs it
+    """The real site, built once per test run and looked at by every suite that needs it
     (the site build, the snippet pages, the Zensical comparison, the browser): each of
-    them asserts on the build's result itself."""
-    env = {k: v for k, v in os.environ.items() if k != "GEMMGLOSSARY_ROOT"}
-    env["NO_MKDOCS_2_WARNING"] = "1"
-    env.setdefault("MPLBACKEND", "Agg")
-    site = tmp_path_factory.mktemp("mkdocs-site") / "site"
-    run = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"), "-d", str(site)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
-    )
-    return SiteBuild(site, run)
+    them asserts on the build's result itself. The first process of the run to ask builds
+    it; the others wait for it and read the same build."""
+    shared = _session_folder(tmp_path_factory) / "mkdocs-site"
+    with _one_at_a_time(shared.with_name("mkdocs-site.lock")):
+        record = shared / "build.json"
+        if record.is_file():
+            r = json.loads(record.read_text())
+            return SiteBuild(shared / "site", subprocess.CompletedProcess(r["args"], r["returncode"], r["stdout"],
+                                                                          r["stderr"]))
+        env = {k: v for k, v in os.environ.items() if k != "GEMMGLOSSARY_ROOT"}
+        env["NO_MKDOCS_2_WARNING"] = "1"
+        env.setdefault("MPLBACKEND", "Agg")
+        shared.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"),
+                "-d", str(shared / "site")]
+        run = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+        record.write_text(json.dumps({"args": args, "returncode": run.returncode, "stdout": run.stdout,
+                                      "stderr": run.stderr}))
+        return SiteBuild(shared / "site", run)
 
 
-#: The xdist groups (pyproject's addopts run the suite with ``--dist loadgroup``), in the
-#: order they are handed out. ``coverage``: its checks read the coverage report of these
-#: sources, made by a coverage run (on every core, minutes on a cold compile cache) that
-#: the first of them starts. ``site``: every test of the real site built once, and the
-#: browser, which has one chromium per process; it waits for the same report, so the two
-#: groups begin together and the coverage run has the machine to itself.
-FIRST_GROUPS = ("coverage", "site")
+#: Test files in the order they are handed to the processes (pyproject's addopts run the
+#: suite with ``-n auto --dist loadfile --no-loadscope-reorder``: each file on one process,
+#: so its kernels are compiled once, in this order).
+#: - tests/coverage/ first: its checks read the coverage report of these sources, made by a
+#:   coverage run (on every core, minutes on a cold compile cache) that the first of them
+#:   starts; everything that needs the report waits for it.
+#: - Then the one file that builds the real site (tests/test_site_build.py): the build runs
+#:   while the other process goes on with other files.
+#: - Then the other files, those with the most tests (a rough measure of their time) first,
+#:   so that no long file is left for last while the other process idles; the files that
+#:   look at the built site (the browser's among them) last, when it is built.
+SITE_BUILDER = "tests/test_site_build.py"
 
 
-def _group(item) -> str:
-    if item.nodeid.startswith("tests/coverage/"):
-        return "coverage"
-    if item.nodeid.startswith("tests/browser/") or "mkdocs_site" in getattr(item, "fixturenames", ()):
-        return "site"
-    # one module on one process: its kernels are compiled once, not once per process
-    return item.nodeid.split("::", 1)[0]
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items) -> None:
-    groups = {id(item): _group(item) for item in items}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
-    # The first groups first; then the modules with the most tests (a rough measure of
-    # their time) before the small ones, so that no long module is left for last while
-    # the other process idles. Within a module the order is kept.
+    def file_of(item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
     size: dict[str, int] = {}
+    uses_site: set[str] = set()
     for item in items:
-        size[groups[id(item)]] = size.get(groups[id(item)], 0) + 1
+        size[file_of(item)] = size.get(file_of(item), 0) + 1
+        if "mkdocs_site" in getattr(item, "fixturenames", ()) or item.nodeid.startswith("tests/browser/"):
+            uses_site.add(file_of(item))
 
     def rank(item):
-        g = groups[id(item)]
-        return (FIRST_GROUPS.index(g), 0) if g in FIRST_GROUPS else (len(FIRST_GROUPS), -size[g])
-    items.sort(key=rank)  # stable: the order within a group is kept
+        f = file_of(item)
+        if f.startswith("tests/coverage/"):
+            return (0, 0)
+        if f == SITE_BUILDER:
+            return (1, 0)
+        return (3 if f in uses_site else 2, -size[f])
+    items.sort(key=rank)  # stable: the order within a file is kept

@@ -156,7 +156,7 @@ def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST"))}
         env.update({mode.ENV: str(data), "GCOV_PREFIX": str(mode.counters_dir(data)), "GCOV_PREFIX_STRIP": "0"})
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "--durations=10",
-               "-n", str(JOBS), "--dist", "loadgroup", *modules]
+               "-n", str(JOBS), "--dist", "loadfile", *modules]
         if log:
             log(f"coverage run: {' '.join(cmd[1:])}")
         with open(data / "pytest.log", "w+") as out:
