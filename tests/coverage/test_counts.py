@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from gemmglossary.coverage import gcov, mode
+from gemmglossary.coverage import gcov, generated, mode
 
 KERNEL = """\
 #include <metal_stdlib>
@@ -85,3 +85,52 @@ def test_a_gcda_without_its_notes_is_an_error(tmp_path):
     stray.write_bytes(b"")
     with pytest.raises(gcov.GcovError, match="notes file"):
         gcov.line_counts(tmp_path, tmp_path)
+
+
+BODY = """\
+uint i = thread_position_in_grid.x;
+if (inp[i] > 0.0f) {
+    out[i] = inp[i];
+} else {
+    out[i] = 0.0f;
+}
+"""
+BODY_RUN = """\
+import numpy as np
+from pathlib import Path
+import gemmglossary as gg
+body = Path({path!r}).read_text()
+k = gg.metal_kernel("relu", ["inp"], ["out"], body)
+x = np.array([1, -1, 2, 3], np.float32)
+(y,) = k(inputs=[x], output_shapes=[x.shape], output_dtypes=[np.float32], grid=(4, 1, 1), threadgroup=(4, 1, 1))
+assert (y == [1, 0, 2, 3]).all()
+"""
+
+
+def test_a_metal_kernel_bodys_lines_are_counted_in_its_file(tmp_path):
+    # metal_kernel compiles the body inside generated source named /metal_kernel/<name>.metal;
+    # the counts of those lines must reach the project file the body was read from
+    (tmp_path / "exercises").mkdir()
+    path = tmp_path / "exercises" / "relu_body.metal"
+    path.write_text(BODY)
+    data = tmp_path / "coverage"
+    env = dict(os.environ, **{mode.ENV: str(data), "GEMMGLOSSARY_BACKEND": "emulator"})
+    r = subprocess.run([sys.executable, "-c", BODY_RUN.format(path=str(path))], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    counts = gcov.line_counts(mode.counters_dir(data), tmp_path, generated.Attribution(data, tmp_path))
+    lines = counts["exercises/relu_body.metal"]
+    assert lines[3] > 0 and lines[5] > 0, lines  # both arms ran (x has a negative element)
+    assert set(lines) <= set(range(1, 7)), lines  # no line beyond the body's own
+    # without the records of the generated text, nothing is attributed
+    assert "exercises/relu_body.metal" not in gcov.line_counts(mode.counters_dir(data), tmp_path)
+
+
+def test_a_body_is_found_in_generated_source_only_at_a_line_start():
+    from gemmglossary.mlx.custom_kernel import body_line_offset
+
+    generated = "kernel void k() {\n  out[0] = 1;\n}\n"
+    assert body_line_offset(generated, "  out[0] = 1;\n") == 1
+    assert body_line_offset(generated, "\n\n  out[0] = 1;\n") == -1  # its line 3 is line 2
+    assert body_line_offset(generated, "out[0] = 1;") is None  # mid-line: not this body
+    assert body_line_offset(generated, "\n \n") is None

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from .. import paths
-from . import gcov, mode
+from . import gcov, generated, mode
 
 VERSION = 1
 
@@ -175,7 +175,7 @@ def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
             tail = "\n".join(output.splitlines()[-30:])
             raise CoverageRunError(f"the coverage run's tests failed (exit {status}; all output in "
                                    f"{log_path(key)}); no report was written:\n{tail}")
-        counts = gcov.line_counts(mode.counters_dir(data), root)
+        counts = gcov.line_counts(mode.counters_dir(data), root, generated.Attribution(data, root))
     summary = next((ln for ln in reversed(output.splitlines()) if ln.strip()), "")
     report = {
         "version": VERSION, "key": key, **_commit(root), "modules": list(modules),

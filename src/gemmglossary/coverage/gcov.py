@@ -21,6 +21,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from .generated import Attribution
+
 BATCH = 64  # gcda files per gcov process
 
 
@@ -51,9 +53,10 @@ def pairs(counters: Path) -> list[Path]:
     return found
 
 
-def line_counts(counters: Path, root: Path) -> dict[str, dict[int, int]]:
+def line_counts(counters: Path, root: Path, generated: Attribution | None = None) -> dict[str, dict[int, int]]:
     """{file relative to `root`: {line: times executed}} over every build of the run, for
-    the files below `root` (the shim and the C++ library are left out)."""
+    the files below `root` (the shim and the C++ library are left out), and for the lines
+    of generated kernels that `generated` finds in a project file (generated.py)."""
     tool = gcov_tool()
     root = root.resolve()
     out: dict[str, dict[int, int]] = {}
@@ -66,15 +69,24 @@ def line_counts(counters: Path, root: Path) -> dict[str, dict[int, int]]:
             raise GcovError(f"gcov failed on {batch[0]}...: {r.stderr[-2000:]}")
         for doc in r.stdout.splitlines():
             if doc.strip():
-                _add(json.loads(doc), root, out)
+                _add(json.loads(doc), root, out, counters, generated)
     return out
 
 
-def _add(doc: dict, root: Path, out: dict) -> None:
+def _add(doc: dict, root: Path, out: dict, counters: Path, generated: Attribution | None) -> None:
+    build = str((Path("/") / Path(doc.get("data_file", "")).relative_to(counters)).parent) \
+        if Path(doc.get("data_file", "")).is_relative_to(counters) else ""
     for f in doc.get("files", []):
         try:
             rel = Path(f["file"]).resolve().relative_to(root)
         except ValueError:
+            # not a project file: a generated kernel, whose lines may be a project file's
+            for body, offset, length in (generated.sources(build, f["file"]) if generated else ()):
+                lines = out.setdefault(body, {})
+                for ln in f["lines"]:
+                    n = ln["line_number"] - offset
+                    if 1 <= n <= length:
+                        lines[n] = lines.get(n, 0) + int(ln["count"])
             continue
         if rel.parts and rel.parts[0] in ("src", ".venv"):  # the emulator's own library
             continue

@@ -100,10 +100,9 @@ def buffers(exercise: Exercise, case: Case) -> tuple[dict, dict]:
 
 def _body_offset(source: str | None, body: str) -> int:
     """Lines of generated source before the learner's body (diagnostics count generated lines)."""
-    if not source:
-        return 0
-    at = source.find(body.strip("\n"))
-    return source[:at].count("\n") if at >= 0 else 0
+    from ..mlx.custom_kernel import body_line_offset
+
+    return (body_line_offset(source, body) or 0) if source else 0
 
 
 def load_kernel(exercise: Exercise, path: Path, defines: dict, backend_name: str | None):

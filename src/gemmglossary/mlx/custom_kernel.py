@@ -396,6 +396,21 @@ def generate(
     return GeneratedKernel(func, text, tuple(buffer_layout(inputs, infos, len(output_names))), tuple(infos))
 
 
+def body_line_offset(source: str, body: str) -> int | None:
+    """The offset from the lines of a kernel's ``body`` to the lines of the generated
+    ``source`` that holds it verbatim from the start of a line (blank lines around it
+    aside): line ``n`` of the body is line ``n + offset`` of the generated source, which
+    is what the emulator's diagnostics (and line counts) name. None if it is not there."""
+    lead = len(body) - len(body.lstrip("\n"))
+    body = body.strip("\n")
+    if not body.strip():
+        return None
+    at = source.find(body)
+    while at > 0 and source[at - 1] != "\n":
+        at = source.find(body, at + 1)
+    return None if at < 0 else source[:at].count("\n") - lead
+
+
 def verbose_text(name: str, source: str) -> str:
     """What MLX prints for ``verbose=True``."""
     return f"Generated source code for `{name}`:\n```\n{source}\n```\n"

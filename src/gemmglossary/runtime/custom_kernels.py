@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -147,12 +148,15 @@ class EmulatedMetalKernel:
             from .. import paths
             from ..emulator import load_kernel as emulator_load_kernel
 
+            from ..coverage import generated as coverage_of_generated
+
             # `#line`: diagnostics count lines of the generated source (what verbose=True prints)
-            marker = f'#line 1 "/metal_kernel/{generated.name}.metal"\n'
-            self._compiled[key] = emulator_load_kernel(
-                MLX_PRELUDE + marker + generated.source, generated.name,
-                include_dirs=[str(paths.vendor_dir())],
-            )
+            file = f"/metal_kernel/{generated.name}.metal"
+            kernel = emulator_load_kernel(MLX_PRELUDE + f'#line 1 "{file}"\n' + generated.source, generated.name,
+                                          include_dirs=[str(paths.vendor_dir())])
+            # in a coverage run, so that the counts of a body's lines reach its file
+            coverage_of_generated.record(Path(kernel.so).parent, file, generated.source)
+            self._compiled[key] = kernel
         return self._compiled[key]
 
     def __call__(self, *, inputs: Sequence, output_shapes: Sequence, output_dtypes: Sequence,
