@@ -333,6 +333,21 @@ def test_tiny_site_renders_and_re_executes_only_what_changed(tmp_path: Path):
     assert len(list((root / ".cache" / "snippets" / "good").glob("*.ipynb"))) <= snippets_hook.KEEP
 
 
+def test_kernel_sockets_fit_a_socket_path_however_deep_the_runtime_folder(monkeypatch, tmp_path):
+    from gemmglossary.docs_hooks import snippet_pages
+
+    deep = tmp_path / ("d" * 60) / "runtime"
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(deep))
+    snippet_pages.kernel_ipc_prefix.cache_clear()
+    try:
+        prefix = snippet_pages.kernel_ipc_prefix(3)
+    finally:
+        snippet_pages.kernel_ipc_prefix.cache_clear()
+    assert len(prefix) + len("-99999") <= snippet_pages.SOCKET_PATH_MAX, prefix
+    assert not prefix.startswith(str(deep)) and prefix.endswith("-3")
+    assert Path(prefix).parent.stat().st_mode & 0o077 == 0  # only this user's
+
+
 def test_snippets_are_executed_side_by_side_and_every_failure_waits_for_the_rest(monkeypatch):
     import threading
 

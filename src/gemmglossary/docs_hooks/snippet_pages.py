@@ -39,6 +39,7 @@ import logging
 import os
 import re
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -77,16 +78,29 @@ def use_this_python() -> None:
     _prefix_env("JUPYTER_PATH", Path(sys.prefix) / "share" / "jupyter")
 
 
+#: The longest socket path the prefix may make: a Unix socket's path holds 104 bytes on
+#: macOS and 108 on Linux, and jupyter_client appends ``-<n>`` to the prefix.
+SOCKET_PATH_MAX = 96
+
+
 @functools.cache
 def kernel_ipc_prefix(thread: int = 0) -> str:
     """Absolute path prefix of the kernel sockets (``<prefix>-<n>``) of this process and
     thread: jupyter_client takes the first free ``<n>`` under a prefix, so kernels started
-    at once by two threads must not share one."""
+    at once by two threads must not share one. In Jupyter's runtime folder, or, where that
+    is too deep for a socket path (a test's temporary folder), in a private folder of the
+    user's in the system's temporary folder."""
     from jupyter_core.paths import jupyter_runtime_dir
 
+    name = f"gemmglossary-{os.getpid()}-{thread}"
     folder = Path(jupyter_runtime_dir())
+    if len(str(folder / name)) + 6 > SOCKET_PATH_MAX:
+        folder = Path(tempfile.gettempdir()) / f"gemmglossary-ipc-{os.getuid()}"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if folder.stat().st_uid != os.getuid() or folder.stat().st_mode & 0o077:
+            raise SnippetError(f"{folder} (for the snippet kernels' sockets) is not a private folder of this user")
     folder.mkdir(parents=True, exist_ok=True)
-    return str(folder / f"gemmglossary-{os.getpid()}-{thread}")
+    return str(folder / name)
 
 
 _thread_numbers = itertools.count()
