@@ -1,6 +1,10 @@
-"""Every page of the built site, as a reader's browser loads it."""
+"""Every page of the built site, as a reader's browser loads it, and Material's code block
+features on them (copy buttons exist, annotations open on click). One file, so that the
+crawl of every page (the ``visits`` fixture, about a minute) is made by one process."""
 
 import pytest
+
+from sitechecks import check_first_annotation
 
 pytestmark = pytest.mark.browser
 
@@ -37,4 +41,22 @@ def test_internal_links_and_anchors_resolve(visits, site, context):
     links = {url: visit.links for url, visit in visits.items()}
     assert sum(len(v) for v in links.values()) > 0, "no links collected"
     problems = check_links(context.request, links, site.netloc)
+    assert not problems, "\n".join(problems)
+
+
+def test_code_blocks_have_copy_buttons(visits):
+    total = sum(v.code_blocks for v in visits.values())
+    problems = [p for v in visits.values() for p in v.copy_problems]
+    assert total > 0, "no code blocks on any page"
+    assert not problems, "\n".join(problems)
+
+
+def test_code_annotations_open_on_click(page, visits):
+    """On every page that has annotations, the first one opens when clicked."""
+    annotated = [url for url, v in visits.items() if v.annotations]
+    assert annotated, "no page has a code annotation"
+    problems = []
+    for url in annotated:
+        page.goto(url, wait_until="load")
+        problems += check_first_annotation(page, url)
     assert not problems, "\n".join(problems)
