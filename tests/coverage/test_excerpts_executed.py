@@ -65,3 +65,8 @@ def test_the_report_covers_the_lock_and_these_sources(report, rows):
 def test_the_run_includes_every_module_that_runs_a_quoted_mlx_file():
     # tests/runtime/test_coverage.py says which test executes which instantiation file
     assert set(mlx_family_tests().values()) <= set(collect.MODULES)
+
+
+def test_the_run_runs_every_snippet(report):
+    # the report's own record of what ran: the snippet test, parametrized over every snippet
+    assert "tests/snippets/test_snippets.py::test_snippet_runs" in report["modules"]

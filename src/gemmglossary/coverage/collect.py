@@ -27,10 +27,12 @@ from . import gcov, generated, mode
 
 VERSION = 1
 
-#: The test modules of a coverage run: those that execute the first-party kernels, the
-#: MLX instantiation files and the exercises the pages quote (tests/runtime/test_coverage.py
-#: names which test runs which file). Only these run instrumented: the rest of the suite
-#: exercises the emulator's diagnostics, not the quoted lines.
+#: What a coverage run runs: the test modules that execute the first-party kernels, MLX's
+#: kernel families and the exercises the pages quote (tests/runtime/test_coverage.py names
+#: which test runs which quoted file), and every snippet, run as a reader runs it. Only
+#: these run instrumented: the rest of the suite exercises the emulator's diagnostics on
+#: kernels of its own, not the quoted lines. An entry is a test file or a test of one
+#: (``path::name``).
 MODULES = (
     "tests/mlx/test_steel_gemm.py",
     "tests/mlx/test_steel_splitk.py",
@@ -39,6 +41,10 @@ MODULES = (
     "tests/mlx/test_gemv.py",
     "tests/mlx/test_reduce.py",
     "tests/mlx/test_gather.py",
+    "tests/mlx/test_block_masked.py",
+    "tests/mlx/test_segmented.py",
+    "tests/mlx/test_softmax.py",
+    "tests/mlx/test_sdpa_vector.py",
     "tests/emulator/test_first_party_kernels.py",
     "tests/exercises/test_checker.py",
     "tests/emulator/test_double_buffered_gemm.py",
@@ -47,7 +53,14 @@ MODULES = (
     "tests/emulator/test_decode_kernels.py",
     "tests/coverage/test_swizzled_steel.py",
     "tests/emulator/test_half_precision_kernels.py",
+    "tests/snippets/test_snippets.py::test_snippet_runs",
 )
+
+
+def module_file(entry: str) -> str:
+    """The test file of a MODULES entry."""
+    return entry.split("::", 1)[0]
+
 
 #: How many pytest processes (xdist workers) share the modules: the run is mostly
 #: compiling, one process per core (the machine that runs CI has 2).
@@ -56,7 +69,7 @@ JOBS = 2
 #: What the key hashes: every file below these (relative to the repository root), but
 #: those of IGNORED, which cannot change what a coverage run executes or counts (they
 #: read its report, or never run in it).
-INPUTS = ("kernels", "exercises", "src/gemmglossary", "tests", "pyproject.toml")
+INPUTS = ("kernels", "exercises", "snippets", "src/gemmglossary", "tests", "pyproject.toml")
 IGNORED = ("tests/coverage/test_counts.py", "tests/coverage/test_excerpts_executed.py",
            "tests/coverage/test_report.py", "tests/coverage/test_site_marks.py", "tests/coverage/test_coverage_cli.py",
            "src/gemmglossary/docs_hooks/", "src/gemmglossary/coverage/site.py",
@@ -137,7 +150,7 @@ def available(root: Path | None = None) -> bool:
     """Whether the project has the coverage run's test modules (the tests' tiny project
     copies do not)."""
     root = root or paths.project_root()
-    return all((root / m).is_file() for m in MODULES)
+    return all((root / module_file(m)).is_file() for m in MODULES)
 
 
 def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
@@ -145,7 +158,7 @@ def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
     root = root or paths.project_root()
     _require_run_dependencies()
     key = inputs_key(root)
-    missing = [m for m in modules if not (root / m).is_file()]
+    missing = [m for m in modules if not (root / module_file(m)).is_file()]
     if missing:
         raise CoverageRunError(f"the coverage run's test modules are missing: {missing} "
                                "(gemmglossary/coverage/collect.py: MODULES)")
