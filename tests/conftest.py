@@ -83,18 +83,31 @@ def mkdocs_site(tmp_path_factory) -> SiteBuild:
         return SiteBuild(shared / "site", run)
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pyproject's addopts): one process more than the CPUs this process may run
+    on. The suite is mostly compiling and running kernels, but its browser tests mostly wait
+    (for pages to load, for the network to go quiet), and the extra process keeps the CPUs
+    busy meanwhile. PYTEST_XDIST_AUTO_NUM_WORKERS still decides when it is set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cpus + 1
+
+
 #: Test files in the order they are handed to the processes (pyproject's addopts run the
 #: suite with ``-n auto --dist loadfile --no-loadscope-reorder``: each file on one process,
 #: so its kernels are compiled once, in this order).
 #: - tests/coverage/ first: its checks read the coverage report of these sources, made by a
 #:   coverage run (on every core, minutes on a cold compile cache) that the first of them
 #:   starts; everything that needs the report waits for it.
-#: - Then the one file that builds the real site (tests/test_site_build.py): the build runs
-#:   while the other process goes on with other files.
+#: - Then the one file that builds the real site (tests/test_site_build.py), which needs the
+#:   report too.
 #: - Then the other files, those with the most tests (a rough measure of their time) first,
-#:   so that no long file is left for last while the other process idles; the files that
-#:   look at the built site (the browser's among them) last, when it is built.
+#:   so that no long file is left for last while the other processes idle; the files that
+#:   look at the built site (the browser's) go in after the first EARLY_SHARE of the tests:
+#:   by then the site is built, and their waiting for pages overlaps the others' compiling.
 SITE_BUILDER = "tests/test_site_build.py"
+EARLY_SHARE = 0.3
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -108,12 +121,14 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         size[file_of(item)] = size.get(file_of(item), 0) + 1
         if "mkdocs_site" in getattr(item, "fixturenames", ()) or item.nodeid.startswith("tests/browser/"):
             uses_site.add(file_of(item))
-
-    def rank(item):
-        f = file_of(item)
-        if f.startswith("tests/coverage/"):
-            return (0, 0)
-        if f == SITE_BUILDER:
-            return (1, 0)
-        return (3 if f in uses_site else 2, -size[f])
-    items.sort(key=rank)  # stable: the order within a file is kept
+    first = [f for f in size if f.startswith("tests/coverage/")] + [f for f in size if f == SITE_BUILDER]
+    rest = sorted((f for f in size if f not in first and f not in uses_site), key=lambda f: -size[f])
+    early, count = [], 0
+    for f in rest:
+        if count >= EARLY_SHARE * sum(size[g] for g in rest):
+            break
+        early.append(f)
+        count += size[f]
+    order = first + early + sorted(uses_site - set(first)) + rest[len(early):]
+    position = {f: i for i, f in enumerate(order)}
+    items.sort(key=lambda item: position[file_of(item)])  # stable: the order within a file is kept
