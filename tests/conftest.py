@@ -83,19 +83,8 @@ def mkdocs_site(tmp_path_factory) -> SiteBuild:
         return SiteBuild(shared / "site", run)
 
 
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto` (pyproject's addopts): one process more than the CPUs this process may run
-    on. The suite is mostly compiling and running kernels, but its browser tests mostly wait
-    (for pages to load, for the network to go quiet), and the extra process keeps the CPUs
-    busy meanwhile. PYTEST_XDIST_AUTO_NUM_WORKERS still decides when it is set."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None  # xdist's own hook reads it
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cpus + 1
-
-
 #: Test files in the order they are handed to the processes (pyproject's addopts run the
-#: suite with ``-n auto --dist loadfile --no-loadscope-reorder``: each file on one process,
+#: suite with ``-n logical --dist loadfile --no-loadscope-reorder``: each file on one process,
 #: so its kernels are compiled once, in this order).
 #: - tests/coverage/ first: its checks read the coverage report of these sources, made by a
 #:   coverage run (on every core, minutes on a cold compile cache) that the first of them
