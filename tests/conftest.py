@@ -6,8 +6,6 @@ fresh checkout needs no separate `gemmglossary vendor` step.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import subprocess
@@ -18,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from gemmglossary import vendor
+from gemmglossary.file_lock import exclusive
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,16 +47,6 @@ def _session_folder(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-@contextlib.contextmanager
-def _one_at_a_time(lock: Path):
-    with open(lock, "a+b") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 @pytest.fixture(scope="session")
 def mkdocs_site(tmp_path_factory) -> SiteBuild:
     """The real site, built once per test run and looked at by every suite that needs it
@@ -65,7 +54,7 @@ def mkdocs_site(tmp_path_factory) -> SiteBuild:
     them asserts on the build's result itself. The first process of the run to ask builds
     it; the others wait for it and read the same build."""
     shared = _session_folder(tmp_path_factory) / "mkdocs-site"
-    with _one_at_a_time(shared.with_name("mkdocs-site.lock")):
+    with exclusive(shared.with_name("mkdocs-site.lock")):
         record = shared / "build.json"
         if record.is_file():
             r = json.loads(record.read_text())

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -175,3 +176,22 @@ def test_processes_wanting_the_same_new_kernel_compile_it_once():
     assert all(p.returncode == 0 for p in procs), outs
     firsts = sorted(out.splitlines()[0] for out, _ in outs)
     assert firsts == ["5.0 False", "5.0 True"], outs  # one compiled it, the other read its entry
+
+
+def test_each_set_of_flags_has_its_own_precompiled_shim(monkeypatch, tmp_path):
+    # g++ takes the first precompiled header it deems valid in a mslemu.h.gch/ folder, which
+    # can be one built with other flags (it then died with an internal compiler error): a
+    # compile's include path must hold only the one built with its own flags
+    from gemmglossary.emulator import build
+
+    monkeypatch.setenv("GEMMGLOSSARY_CACHE_DIR", str(tmp_path))
+    cxx, ver = build.compiler()
+    plain = build.cxxflags(ver)
+    other = plain + ["-Og", "--coverage"]
+    a, b = build.precompiled_shim_flags(cxx, ver, plain), build.precompiled_shim_flags(cxx, ver, other)
+    assert a and b and a != b
+    if "clang" not in ver:
+        folders = [Path(f[-1]) for f in (a, b)]
+        assert [sorted(p.name for p in f.iterdir() if not p.name.startswith(".")) for f in folders] == \
+            [["mslemu.h.gch"], ["mslemu.h.gch"]]
+    assert build.precompiled_shim_flags(cxx, ver, plain) == a  # built once, then found

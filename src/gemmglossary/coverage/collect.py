@@ -10,8 +10,6 @@ collects (a file lock), the others wait and then read its report.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib.util
 import json
@@ -23,6 +21,7 @@ import time
 from pathlib import Path
 
 from .. import paths
+from ..file_lock import exclusive
 from . import gcov, generated, mode
 
 VERSION = 1
@@ -203,16 +202,6 @@ def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
     return report
 
 
-@contextlib.contextmanager
-def _exclusive(path: Path):
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def load(key: str) -> dict | None:
     p = report_path(key)
     if not p.is_file():
@@ -235,5 +224,5 @@ def current(root: Path | None = None, *, collect: bool = True, log=None) -> dict
     if mode.enabled():
         raise CoverageRunError("a coverage run was asked for from inside a coverage run")
     _require_run_dependencies()
-    with _exclusive(reports_dir() / ".lock"):
+    with exclusive(reports_dir() / ".lock"):
         return load(key) or run(root, log=log)

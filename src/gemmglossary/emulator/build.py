@@ -107,31 +107,38 @@ def generated_dir() -> Path:
 
 
 def shim_include_dirs() -> list[Path]:
-    """The include directories a kernel translation unit is compiled with (the generated one
-    first: it holds the precompiled shim, which g++ looks for next to the header's name)."""
+    """The include directories a kernel translation unit is compiled with (after the folder
+    of the precompiled shim: precompiled_shim_flags)."""
     return [generated_dir(), SHIM_DIR]
 
 
 def precompiled_shim_flags(cxx: str, ver: str, flags: list[str] | None = None) -> list[str]:
     """Flags that let a kernel compile use the shim precompiled (mslemu.h is most of what
     every kernel.cpp parses), building it once per compiler and flags; [] if it cannot be
-    built (the compile then parses the header, with the same result)."""
+    built (the compile then parses the header, with the same result).
+
+    Each compiler and set of flags has a folder of its own, put first on the include path:
+    g++ takes ``<dir>/mslemu.h.gch`` from the first folder of the path that has one, and of
+    several precompiled headers in one ``mslemu.h.gch/`` folder it takes the first it deems
+    valid, which can be one built with other flags (with -Og and --coverage, say: g++ then
+    dies with an internal compiler error)."""
     clang = "clang" in ver
     flags = cxxflags(ver) if flags is None else flags
     key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(flags)).encode()).hexdigest()[:16]
-    # g++ finds <dir>/mslemu.h.gch/*.gch by itself and takes the one built with these flags
-    out = generated_dir() / (f"mslemu-{key}.pch" if clang else f"mslemu.h.gch/{key}.gch")
+    folder = generated_dir() / "pch" / key
+    out = folder / ("mslemu.pch" if clang else "mslemu.h.gch")
     if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.{os.getpid()}")
-        includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
-        r = subprocess.run([cxx, *flags, *includes, "-x", "c++-header", str(SHIM_DIR / "mslemu.h"), "-o", str(tmp)],
-                           capture_output=True, text=True)
-        if r.returncode:
-            tmp.unlink(missing_ok=True)
-            return []
-        os.replace(tmp, out)
-    return ["-include-pch", str(out)] if clang else []
+        with _cache.one_builder(folder / ".build.lock"):
+            if not out.exists():
+                tmp = out.with_name(f".{out.name}.{os.getpid()}")
+                includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
+                r = subprocess.run([cxx, *flags, *includes, "-x", "c++-header", str(SHIM_DIR / "mslemu.h"),
+                                    "-o", str(tmp)], capture_output=True, text=True)
+                if r.returncode:
+                    tmp.unlink(missing_ok=True)
+                    return []
+                os.replace(tmp, out)
+    return ["-include-pch", str(out)] if clang else ["-I", str(folder)]
 
 
 def runtime_object() -> Path:

@@ -11,8 +11,6 @@ loaded that has not been checked: a damaged entry is removed, rebuilt, and a
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -21,6 +19,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from ..file_lock import exclusive
 from .errors import CacheWarning
 
 # files already verified by this process, by (path, inode, size, mtime): hashing once per
@@ -139,16 +138,10 @@ def write_file_entry(path: Path, tmp: Path) -> Path:
     return path
 
 
-@contextlib.contextmanager
+
 def one_builder(lock: Path):
     """Held while one entry is built, so that a process wanting the same entry waits for
     the one building it and then reads its result instead of compiling it a second time
     (the test suite runs on every core, and two processes often want the same kernel at
-    once). An advisory lock on the file `lock`, released by the system if its holder dies."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a+b") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    once)."""
+    return exclusive(lock)
