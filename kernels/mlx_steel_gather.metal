@@ -7,8 +7,9 @@
 // with the general kernel's tile from MLX's GEMM tile rule; has_batch and the alignments are
 // function constants (10, 200-202). MLX instantiates both kernels for every transposition
 // (rhs: nn, nt), every tile its rule can pick and float32, float16 and bfloat16; this file
-// keeps the five the tests' products take on a base M1: each kernel in two transpositions,
-// float32 and bfloat16, the general one also in float16. Host side: src/gemmglossary/mlx/gather.py.
+// keeps the seven the tests' products take on a base M1: gather_mm_rhs nn (float32, float16)
+// and nt (bfloat16); gather_mm nn (float32), nt (float16), tn (bfloat16) and tt (float32).
+// Host side: src/gemmglossary/mlx/gather.py.
 
 #include "mlx/backend/metal/kernels/utils.h"
 #include "mlx/backend/metal/kernels/steel/gemm/gemm.h"
@@ -18,6 +19,8 @@ template [[host_name("steel_gather_mm_rhs_nn_float32_float32_bm16_bn64_bk16_wm1_
 decltype(gather_mm_rhs<float, 16, 64, 16, 1, 2, false, false>) gather_mm_rhs<float, 16, 64, 16, 1, 2, false, false>;
 template [[host_name("steel_gather_mm_rhs_nt_bfloat16_bfloat16_bm16_bn64_bk16_wm1_wn2")]] [[kernel]]
 decltype(gather_mm_rhs<bfloat16_t, 16, 64, 16, 1, 2, false, true>) gather_mm_rhs<bfloat16_t, 16, 64, 16, 1, 2, false, true>;
+template [[host_name("steel_gather_mm_rhs_nn_float16_float16_bm16_bn64_bk16_wm1_wn2")]] [[kernel]]
+decltype(gather_mm_rhs<half, 16, 64, 16, 1, 2, false, false>) gather_mm_rhs<half, 16, 64, 16, 1, 2, false, false>;
 
 template [[host_name("steel_gather_mm_nn_float32_float32_bm64_bn64_bk16_wm2_wn2")]] [[kernel]]
 decltype(gather_mm<float, 64, 64, 16, 2, 2, false, false>) gather_mm<float, 64, 64, 16, 2, 2, false, false>;
@@ -25,3 +28,5 @@ template [[host_name("steel_gather_mm_nt_float16_float16_bm64_bn32_bk32_wm2_wn2"
 decltype(gather_mm<half, 64, 32, 32, 2, 2, false, true>) gather_mm<half, 64, 32, 32, 2, 2, false, true>;
 template [[host_name("steel_gather_mm_tn_bfloat16_bfloat16_bm64_bn64_bk16_wm1_wn2")]] [[kernel]]
 decltype(gather_mm<bfloat16_t, 64, 64, 16, 1, 2, true, false>) gather_mm<bfloat16_t, 64, 64, 16, 1, 2, true, false>;
+template [[host_name("steel_gather_mm_tt_float32_float32_bm64_bn64_bk16_wm2_wn2")]] [[kernel]]
+decltype(gather_mm<float, 64, 64, 16, 2, 2, true, true>) gather_mm<float, 64, 64, 16, 2, 2, true, true>;

@@ -1,17 +1,18 @@
 """MLX's gather matmul (steel_gemm_gather.h), unmodified, on the emulator against numpy.
 
-Five products, one per instantiation of kernels/mlx_steel_gather.metal, dispatched as
+Seven products, one per instantiation of kernels/mlx_steel_gather.metal, dispatched as
 mlx.gather plans them (MLX's routing and tiles on a base M1):
 
 * gather_mm_rhs (one row of a per index, sorted rhs indices): float32 with M, N and K off
   the tile, two unused matrices of b and a group of more than one tile; bfloat16 with b a
   transposed view, a single row of a broadcast to every index, groups that start inside a
-  tile.
+  tile; float16 with N and K off the tile.
 * gather_mm (the general kernel): float32 with two index dims (has_batch), broadcast and
   unsorted lhs and rhs indices, b with two batch dims, a a strided slice, M, N, K all off the
   tile; float16 nt with everything aligned (the kernel's never-checked loop) and repeated
   unsorted rhs indices; bfloat16 with a transposed a, lhs indices only (rhs by default every
-  matrix of b) and only M off the tile.
+  matrix of b) and only M off the tile; float32 tt (both operands transposed views) with
+  unsorted lhs and rhs indices and M, N, K off the tile.
 
 The reference is numpy's own indexing and matmul in float64 (itself checked against
 mx.gather_mm on MLX's CPU backend).
@@ -46,6 +47,12 @@ def _cases():
            "steel_gather_mm_nn_float32_float32_bm64_bn64_bk16_wm2_wn2")
     yield ("nt-f16-aligned-repeated-rhs", u((3, 64, 32), np.float16), u((3, 64, 32), np.float16).transpose(0, 2, 1),
            None, np.array([2, 0, 2], np.uint32), False, "steel_gather_mm_nt_float16_float16_bm64_bn32_bk32_wm2_wn2")
+    sorted_f16 = np.array([0] * 10 + [2] * 14, np.int32)  # matrix 1 unused; K and N off the tile
+    yield ("rhs-nn-f16-unaligned", u((24, 1, 36), np.float16), u((3, 36, 48), np.float16),
+           None, sorted_f16, True, "steel_gather_mm_rhs_nn_float16_float16_bm16_bn64_bk16_wm1_wn2")
+    yield ("tt-f32-both-transposed-unsorted", u((2, 24, 40), np.float32).transpose(0, 2, 1),
+           u((3, 36, 24), np.float32).transpose(0, 2, 1), np.array([1, 0, 1], np.uint32),
+           np.array([2, 0, 0], np.uint32), False, "steel_gather_mm_tt_float32_float32_bm64_bn64_bk16_wm2_wn2")
     yield ("tn-bf16-lhs-only-rows-unaligned", u((2, 48, 33), bfloat16).transpose(0, 2, 1), u((3, 48, 64), bfloat16),
            np.array([1, 0, 1], np.uint32), None, False, "steel_gather_mm_tn_bfloat16_bfloat16_bm64_bn64_bk16_wm1_wn2")
 
