@@ -101,9 +101,9 @@ def pytest_collection_modifyitems(session, config, items) -> None:
             uses_site.add(file_of(item))
     first = [f for f in size if f.startswith("tests/coverage/")] + [f for f in size if f == SITE_BUILDER]
     rest = sorted((f for f in size if f not in first and f not in uses_site), key=lambda f: -size[f])
-    early, count = [], 0
+    early, count, total = [], 0, sum(size[f] for f in rest)
     for f in rest:
-        if count >= EARLY_SHARE * sum(size[g] for g in rest):
+        if count >= EARLY_SHARE * total:
             break
         early.append(f)
         count += size[f]

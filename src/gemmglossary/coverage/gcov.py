@@ -39,12 +39,16 @@ def gcov_tool() -> str:
     return path
 
 
+def compiled_at(gcda: Path, counters: Path) -> Path:
+    """Where the build of a counters file put it (and its notes): its path below `counters`."""
+    return Path("/") / gcda.relative_to(counters)
+
+
 def pairs(counters: Path) -> list[Path]:
     """The counter files of a run, each with its notes file copied beside it."""
     found = []
     for gcda in sorted(counters.rglob("*.gcda")):
-        original = Path("/") / gcda.relative_to(counters)  # where the build put its notes
-        gcno = original.with_suffix(".gcno")
+        gcno = compiled_at(gcda, counters).with_suffix(".gcno")
         if not gcno.is_file():
             raise GcovError(f"{gcda}: the notes file {gcno} of this build is missing (was the compile cache "
                             "cleared during the coverage run?)")
@@ -58,7 +62,7 @@ def line_counts(counters: Path, root: Path, generated: Attribution | None = None
     the files below `root` (the shim and the C++ library are left out), and for the lines
     of generated kernels that `generated` finds in a project file (generated.py)."""
     tool = gcov_tool()
-    root = root.resolve()
+    root, counters = root.resolve(), counters.resolve()  # gcov runs in `counters` and names the files as given
     out: dict[str, dict[int, int]] = {}
     files = pairs(counters)
     for i in range(0, len(files), BATCH):
@@ -74,8 +78,7 @@ def line_counts(counters: Path, root: Path, generated: Attribution | None = None
 
 
 def _add(doc: dict, root: Path, out: dict, counters: Path, generated: Attribution | None) -> None:
-    build = str((Path("/") / Path(doc.get("data_file", "")).relative_to(counters)).parent) \
-        if Path(doc.get("data_file", "")).is_relative_to(counters) else ""
+    build = str(compiled_at(Path(doc["data_file"]), counters).parent)  # the build's cache folder
     for f in doc.get("files", []):
         try:
             rel = Path(f["file"]).resolve().relative_to(root)

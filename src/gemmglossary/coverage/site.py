@@ -6,8 +6,9 @@ The figures come from the coverage report of the sources being built
 from the page. ``GEMMGLOSSARY_SITE_COVERAGE=off`` (for a quick ``mkdocs serve`` while
 editing kernels) builds without it, and every excerpt then says that coverage was not
 measured. So does a build in an environment without the test dependencies, which a
-coverage run needs (the log says why). A project without the coverage run's test modules (the tests' tiny sites,
-made from a few files) has no coverage to show, and its excerpts get no note.
+coverage run needs (the log says why). A project without the coverage run's test
+modules (the tests' tiny sites, made from a few files) has no coverage to show, and its
+excerpts get no note.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from mkdocs.structure.files import File, Files
 
 from ..paths import project_root
 from .snippet_inputs import snippet_inputs
-from .snippet_pages import (KEEP, KEY_LENGTH, SnippetError, ensure_all_executed, ensure_executed,  # noqa: F401
+from .snippet_pages import (KEEP, KEY_LENGTH, SnippetError, ensure_all_executed,  # noqa: F401
                             notebook_path, prune)
 
 log = logging.getLogger("mkdocs.hooks.snippets")
@@ -165,15 +165,11 @@ def on_pre_build(config):
 def on_pre_page(page, config, files):
     found = _notebooks.get(page.file.src_uri)
     if found is not None:
-        snippet, notebook = found
+        _, notebook = found
         # Again on the page's file: mkdocs-jupyter's wrapper (NotebookFile) computes its own
-        # abs_src_path from the URI, and its on_pre_page decides by that path.
+        # abs_src_path from the URI, and its on_pre_page decides by that path. (on_files
+        # has executed every snippet of the build.)
         page.file.abs_src_path = str(notebook)
-        try:
-            if ensure_executed(snippet, notebook):
-                log.info("executed %s", page.file.src_uri)
-        except SnippetError as exc:
-            raise PluginError(str(exc)) from None
     return page
 
 

@@ -133,17 +133,15 @@ def stage(*, log=print) -> Path:
             shutil.copyfile(source, target / file)
     notebooks = {uri: (path, notebook_path(path, cache_key(path, root), root)) for uri, path in snippets.items()}
     ran = set(ensure_all_executed(notebooks.values(), root))
-    for uri, (path, _) in notebooks.items():
+    for uri, (path, notebook) in notebooks.items():
         if path in ran:
             log(f"executed {uri}")
-    executed = len(ran)
-    for uri, (path, notebook) in notebooks.items():
         (target / uri).parent.mkdir(parents=True, exist_ok=True)
         (target / uri).with_suffix(".md").write_text(markdown_page(notebook, path.stem), encoding="utf-8")
         shutil.copyfile(path, target / uri)
         prune(path, notebook)
-    log(f"{len(snippets)} snippet pages: {executed} executed now, "
-        f"{len(snippets) - executed} unchanged since they last ran")
+    log(f"{len(snippets)} snippet pages: {len(ran)} executed now, "
+        f"{len(snippets) - len(ran)} unchanged since they last ran")
     config_file = staging / "mkdocs.yml"
     config_file.write_text(yaml.safe_dump(staged_config(config, set(snippets)),
                                           sort_keys=False, allow_unicode=True), encoding="utf-8")

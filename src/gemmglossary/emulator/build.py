@@ -12,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..coverage import mode as _coverage
+from ..file_lock import exclusive
 from . import cache as _cache
 from . import shimgen
 from .abi import abi
@@ -81,7 +82,7 @@ def shim_hash() -> str:
     h = hashlib.sha256(EMULATOR_VERSION.encode())
     # Where the shim lives: two checkouts (or an install and a checkout) share the per-user
     # cache, and a precompiled shim or runtime carries its own files' paths into every
-    # report, so one checkout must never use another's (g++ picks any .gch it finds).
+    # report, so one checkout must never use another's.
     h.update(str(HERE).encode())
     # The rewriter and the parts of gemmglossary.msl it reads source with.
     msl = HERE.parent / "msl"
@@ -128,7 +129,7 @@ def precompiled_shim_flags(cxx: str, ver: str, flags: list[str] | None = None) -
     folder = generated_dir() / "pch" / key
     out = folder / ("mslemu.pch" if clang else "mslemu.h.gch")
     if not out.exists():
-        with _cache.one_builder(folder / ".build.lock"):
+        with exclusive(folder / ".build.lock"):
             if not out.exists():
                 tmp = out.with_name(f".{out.name}.{os.getpid()}")
                 includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
@@ -148,7 +149,7 @@ def runtime_object() -> Path:
     out = cache_root() / f"runtime-{key}.o"
     if _cache.read_file_entry(out):
         return out
-    with _cache.one_builder(out.with_name(f".{out.name}.lock")):
+    with exclusive(out.with_name(f".{out.name}.lock")):
         if _cache.read_file_entry(out):  # built by another process while this one waited
             return out
         tmp = out.with_name(f".{out.name}.{os.getpid()}")
@@ -272,7 +273,9 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     d = cache_root() / key
     entry = _cache.read_kernel_entry(d)  # verified, or None (a damaged entry is rebuilt, with a warning)
     if not entry:
-        with _cache.one_builder(d / ".build.lock"):
+        # one process builds an entry; one that wants it meanwhile (the test suite runs on
+        # every core) waits and reads the result instead of compiling it a second time
+        with exclusive(d / ".build.lock"):
             entry = _cache.read_kernel_entry(d)  # built by another process while this one waited
             if not entry:
                 return _compile(d, pre, filename, function_constants, kernel, cxx, ver, flags)

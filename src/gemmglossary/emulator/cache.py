@@ -19,7 +19,6 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from ..file_lock import exclusive
 from .errors import CacheWarning
 
 # files already verified by this process, by (path, inode, size, mtime): hashing once per
@@ -136,12 +135,3 @@ def write_file_entry(path: Path, tmp: Path) -> Path:
     os.replace(tmp, path)
     atomic_write(path.with_suffix(".json"), json.dumps(digest).encode())
     return path
-
-
-
-def one_builder(lock: Path):
-    """Held while one entry is built, so that a process wanting the same entry waits for
-    the one building it and then reads its result instead of compiling it a second time
-    (the test suite runs on every core, and two processes often want the same kernel at
-    once)."""
-    return exclusive(lock)

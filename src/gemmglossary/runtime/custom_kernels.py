@@ -146,9 +146,8 @@ class EmulatedMetalKernel:
         key = generated.source
         if key not in self._compiled:
             from .. import paths
-            from ..emulator import load_kernel as emulator_load_kernel
-
             from ..coverage import generated as coverage_of_generated
+            from ..emulator import load_kernel as emulator_load_kernel
 
             # `#line`: diagnostics count lines of the generated source (what verbose=True prints)
             file = f"/metal_kernel/{generated.name}.metal"
