@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import paths
 from ..file_lock import exclusive
-from . import gcov, generated, mode
+from . import gcov, generated, mode, session
 
 VERSION = 1
 
@@ -71,6 +71,7 @@ JOBS = 2
 INPUTS = ("kernels", "exercises", "snippets", "src/gemmglossary", "tests", "pyproject.toml")
 IGNORED = ("tests/coverage/test_counts.py", "tests/coverage/test_excerpts_executed.py",
            "tests/coverage/test_report.py", "tests/coverage/test_site_marks.py", "tests/coverage/test_coverage_cli.py",
+           "tests/coverage/test_session.py",
            "src/gemmglossary/docs_hooks/", "src/gemmglossary/coverage/site.py",
            "src/gemmglossary/coverage/cli.py", "src/gemmglossary/coverage/excerpts.py",
            "src/gemmglossary/coverage/exemptions.py")
@@ -165,7 +166,8 @@ def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
     with tempfile.TemporaryDirectory(prefix="gemmglossary-coverage-") as tmp:
         data = Path(tmp)
         # (a run started from a test of an xdist worker must not look like one of its workers)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST"))}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST")) and k != session.ENV}
         env.update({mode.ENV: str(data), "GCOV_PREFIX": str(mode.counters_dir(data)), "GCOV_PREFIX_STRIP": "0"})
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "--durations=10",
                "-n", str(JOBS), "--dist", "loadfile", *modules]
@@ -187,12 +189,20 @@ def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
             tail = "\n".join(output.splitlines()[-30:])
             raise CoverageRunError(f"the coverage run's tests failed (exit {status}; all output in "
                                    f"{log_path(key)}); no report was written:\n{tail}")
-        counts = gcov.line_counts(mode.counters_dir(data), root, generated.Attribution(data, root))
-    summary = next((ln for ln in reversed(output.splitlines()) if ln.strip()), "")
+        summary = next((ln for ln in reversed(output.splitlines()) if ln.strip()), "")
+        return save_report(root, key, modules, data, summary=summary, tests_seconds=tests_seconds)
+
+
+def save_report(root: Path, key: str, modules, data: Path, *, summary: str, tests_seconds: float) -> dict:
+    """Turn the counters a run of `modules` left in its data folder into the report of `key`,
+    saved where :func:`load` finds it (by a coverage run, or by a test session that measured
+    itself: gemmglossary.coverage.session)."""
+    t0 = time.monotonic()
+    counts = gcov.line_counts(mode.counters_dir(data), root, generated.Attribution(data, root))
     report = {
         "version": VERSION, "key": key, **_commit(root), "modules": list(modules),
         "pytest": summary, "tests_seconds": round(tests_seconds, 1),
-        "seconds": round(time.monotonic() - t0, 1),
+        "seconds": round(tests_seconds + time.monotonic() - t0, 1),
         "lines": {f: {str(n): c for n, c in sorted(lines.items())} for f, lines in sorted(counts.items())},
     }
     out = report_path(key)
@@ -223,6 +233,9 @@ def current(root: Path | None = None, *, collect: bool = True, log=None) -> dict
         return report
     if mode.enabled():
         raise CoverageRunError("a coverage run was asked for from inside a coverage run")
+    measuring = session.Session.active()
+    if measuring is not None and measuring.key == key:
+        return measuring.wait()  # the test session under way is measuring these sources itself
     _require_run_dependencies()
     with exclusive(reports_dir() / ".lock"):
         return load(key) or run(root, log=log)
