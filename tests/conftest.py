@@ -20,6 +20,7 @@ from gemmglossary import vendor
 from gemmglossary.coverage import collect
 from gemmglossary.coverage import mode as coverage_mode
 from gemmglossary.coverage import session as coverage_session
+from gemmglossary.emulator.kernel import flush_coverage
 from gemmglossary.file_lock import exclusive
 
 REPO = Path(__file__).resolve().parents[1]
@@ -144,6 +145,11 @@ def pytest_collection_modifyitems(session, config, items) -> None:
             uses_site.add(_file_of(item.nodeid))
     waits = [f for f in size if f.startswith("tests/coverage/")] + [f for f in size if f == SITE_BUILDER]
     modules = {collect.module_file(e) for e in collect.MODULES} if measuring else set()
+    if modules & uses_site:
+        # its site test could be handed out before the file's own coverage tests had ended
+        raise pytest.UsageError(f"{sorted(modules & uses_site)}: a file of the coverage run's tests "
+                                "(collect.MODULES) must not look at the site, whose build waits for them "
+                                "all: move that test to a file of its own")
     first = sorted((f for f in size if f in modules), key=lambda f: -size[f])
     waits = [f for f in waits if f not in modules]
     rest = sorted((f for f in size if f not in modules and f not in waits and f not in uses_site),
@@ -192,6 +198,7 @@ def pytest_runtest_protocol(item, nextitem):
     item._gemmglossary_failed = failed
     with measured.instrumenting():
         yield
+    flush_coverage()  # this process's own counts, which libgcov would write only when it exits
     measured.done(item.nodeid, bool(failed))
 
 

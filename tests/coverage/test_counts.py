@@ -71,6 +71,38 @@ def test_counts_add_up_over_workers_and_launches(tmp_path, start):
     assert COMMENT not in one and 2 not in one  # a comment, a using-declaration: no code
 
 
+FLUSH = """\
+import os
+import numpy as np
+from gemmglossary.emulator import load_kernel
+from gemmglossary.emulator.kernel import flush_coverage
+k = load_kernel({path!r}, "branches")
+k(np.zeros(256, np.float32), np.uint32(256), threads=(256, 1, 1), threads_per_threadgroup=(32, 1, 1), workers=1)
+if {flush}:
+    print(flush_coverage(), flush_coverage())
+os._exit(0)  # as if the process were still running: libgcov's exit handler never writes
+"""
+
+
+def test_a_process_can_write_its_own_counts_before_it_ends(tmp_path):
+    # a test session that measures coverage itself reads the counts while its processes live:
+    # the caller's own part (its calls into the kernel object, counted on the signature line)
+    # must be written on request, once
+    path = tmp_path / "branches.metal"
+    path.write_text(KERNEL)
+    counts = {}
+    for flush in (True, False):
+        data = tmp_path / f"coverage-{flush}"
+        env = dict(os.environ, **{mode.ENV: str(data)})
+        r = subprocess.run([sys.executable, "-c", FLUSH.format(path=str(path), flush=flush)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout.split() == (["1", "0"] if flush else [])  # only what was called into since
+        counts[flush] = gcov.line_counts(mode.counters_dir(data), tmp_path)["branches.metal"]
+    assert counts[True][TAKEN] == counts[False][TAKEN] >= 256  # the workers write theirs in any case
+    assert counts[True][SIGNATURE] > counts[False][SIGNATURE], counts
+
+
 def test_without_coverage_nothing_is_instrumented(monkeypatch):
     monkeypatch.delenv(mode.ENV, raising=False)
     assert mode.kernel_flags([]) == [] and mode.runtime_flags() == []

@@ -62,10 +62,11 @@ def test_a_build_without_coverage_says_so():
 def test_without_the_test_dependencies_the_site_builds_and_says_why(monkeypatch, caplog):
     # README's first line installs no test runner; a coverage run is then impossible, which
     # must neither stop `mkdocs serve` (mkdocs.yml is strict) nor pass unnoticed
-    from gemmglossary.coverage import collect
+    from gemmglossary.coverage import collect, session
 
     monkeypatch.setattr(collect, "RUN_REQUIRES", {"no_such_module_for_this_test": "no-such-dist"})
     monkeypatch.setattr(collect, "load", lambda key: None)  # no report made before
+    monkeypatch.delenv(session.ENV, raising=False)  # nor any made by the test session under way
     monkeypatch.delenv("GEMMGLOSSARY_SITE_COVERAGE", raising=False)
     with pytest.raises(collect.CoverageUnavailable, match=r"no-such-dist.*pip install -e '\.\[test\]'"):
         collect.current()

@@ -19,6 +19,7 @@ actually opened, compiled or imported is among these inputs.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path, PurePosixPath
 
 PACKAGE = "gemmglossary"
@@ -87,6 +88,13 @@ def _imported_names(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     return {n for n in names if n == PACKAGE or n.startswith(PACKAGE + ".")}
 
 
+# Every snippet's key walks the same modules: each is parsed once per version of its text.
+@functools.lru_cache(maxsize=512)
+def _module_imports(file: str, mtime_ns: int, size: int, module: str) -> frozenset[str]:
+    tree = ast.parse(Path(file).read_text(encoding="utf-8"), file)
+    return frozenset(_imported_names(tree, module, Path(file).name == "__init__.py"))
+
+
 def modules_used(snippet: Path, package_dir: Path) -> list[Path]:
     """The package's files the snippet imports, transitively, with the data files of
     each imported subpackage."""
@@ -103,8 +111,8 @@ def modules_used(snippet: Path, package_dir: Path) -> list[Path]:
             if file is None:
                 continue
             seen[sub] = file
-            tree = ast.parse(file.read_text(encoding="utf-8"), str(file))
-            pending |= _imported_names(tree, sub, file.name == "__init__.py") - set(seen)
+            st = file.stat()
+            pending |= _module_imports(str(file), st.st_mtime_ns, st.st_size, sub) - set(seen)
     files = set(seen.values())
     for name, file in seen.items():
         if file.name == "__init__.py" and name != PACKAGE:

@@ -32,6 +32,24 @@ _ERROR_CLASSES = {"E_GENERIC": EmulatorError, "E_OOB": OutOfBoundsError, "E_RACE
 _SCHEDULES = {"lockstep": "SCHED_LOCKSTEP", "simdgroup-major": "SCHED_SIMDGROUP_MAJOR"}
 
 _libs: dict[str, ctypes.CDLL] = {}
+# the loaded objects this process has called into since flush_coverage() last wrote their counters
+_touched: set[str] = set()
+
+
+def flush_coverage() -> int:
+    """Write this process's own line counters of the instrumented kernels it has called into
+    (its calls that read a kernel's parameters and start its workers; the workers write
+    theirs when they end), and start them again from zero. libgcov writes them only when the
+    process exits otherwise, which is too late for a test session that measures coverage
+    itself (gemmglossary.coverage.session). How many objects were written."""
+    written = 0
+    for key in sorted(_touched):
+        flush = getattr(_libs[key], "mslemu_coverage_flush", None)  # only instrumented runtimes have it
+        if flush is not None:
+            flush()
+            written += 1
+    _touched.clear()
+    return written
 
 
 def _lib(so: Path) -> ctypes.CDLL:
@@ -46,6 +64,7 @@ def _lib(so: Path) -> ctypes.CDLL:
         lib.mslemu_fork_workers.argtypes = [launch_p, ctypes.POINTER(ctypes.c_int32)]
         lib.mslemu_fork_workers.restype = ctypes.c_int
         _libs[key] = lib
+    _touched.add(key)
     return _libs[key]
 
 
@@ -187,6 +206,7 @@ class Kernel:
             # gdb: any diagnostic or crash then ends the process
             self._lib.mslemu_run(ctypes.byref(launch))
             return _workers.merge(results[:1])
+        _touched.add(str(self.so))
         pids = _workers.start(self._lib, launch, region.shm, self.so)
         limit = options["timeout"] + 10 if options["timeout"] > 0 else None  # the workers time out first
         statuses = _workers.wait(pids, limit)

@@ -50,6 +50,13 @@ extern "C" void __gcov_dump(void);
 extern "C" void __gcov_reset(void);
 static void coverage_dump() { __gcov_dump(); }
 static void coverage_reset() { __gcov_reset(); }
+// The caller's own counts, written now rather than when it exits, then zeroed (kernel.py's
+// flush_coverage: a test session that measures coverage needs them before it ends). Each
+// kernel object has its own copy of libgcov (loaded RTLD_LOCAL), so this writes this one's.
+extern "C" __attribute__((visibility("default"))) void mslemu_coverage_flush() {
+  __gcov_dump();
+  __gcov_reset();
+}
 #else
 static void coverage_dump() {}
 static void coverage_reset() {}
