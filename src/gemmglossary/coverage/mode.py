@@ -51,13 +51,16 @@ def kernel_flags(library_dirs) -> list[str]:
     if data is None:
         return []
     _point_counters_at(data)
-    # -O0 and -g, after the emulator's -O2 and (g++) -g1, so that they win. Optimized, gcc
-    # merges a line's code into its neighbours' (a statement whose value nothing uses, the
-    # store in a branch, a function's exit) and gcov then counts it 0 though it ran; with
-    # -g1 it gives a statement that only calls an inlined library function
-    # (threadgroup_barrier(...)) no line at all. gcc's manual asks for both for gcov.
+    # -O0, after the emulator's -O2, so that it wins. Optimized, gcc merges a line's code
+    # into its neighbours' (a statement whose value nothing uses, the store in a branch, a
+    # function's exit) and gcov then counts it 0 though it ran; with -O2 -g1 it also gives a
+    # statement that only calls an inlined library function (threadgroup_barrier(...)) no
+    # line at all. Unoptimized, nothing is inlined, and -g1 (the line tables, which the
+    # diagnostics read) gives gcov the same executable and executed lines as -g: measured
+    # on the first-party kernels, gemv, the reductions and the exercises (1301 lines in 40
+    # files), while each compile takes about a quarter less time.
     # The runtime (the scheduler, runtime_flags) stays optimized.
-    return ["--coverage", "-O0", "-g", f"-fprofile-exclude-files={_not_instrumented(library_dirs)}"]
+    return ["--coverage", "-O0", "-g1", f"-fprofile-exclude-files={_not_instrumented(library_dirs)}"]
 
 
 def runtime_flags() -> list[str]:
