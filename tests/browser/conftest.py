@@ -123,11 +123,7 @@ def site_pages(site, context) -> list[str]:
 @pytest.fixture(scope="session")
 def visits(site, site_pages, context) -> dict[str, sitechecks.PageVisit]:
     """Every page visited once; shared by the page-level and link tests."""
-    pg = context.new_page()
-    try:
-        return {url: sitechecks.visit_page(pg, url, site.netloc) for url in site_pages}
-    finally:
-        pg.close()
+    return sitechecks.visit_pages(context, site_pages, site.netloc)
 
 
 @pytest.fixture(scope="session")

@@ -216,6 +216,30 @@ def visit_page(page, url: str, netloc: str, *, idle_timeout_ms: int = 5000) -> P
     any request to a host other than *netloc* (recorded when attempted, whether or
     not it could complete), headings out of order, images without alt text.
     """
+    return _inspect(*_open(page, url), netloc, idle_timeout_ms)
+
+
+def visit_pages(context, urls, netloc: str, *, at_once: int = 4, idle_timeout_ms: int = 5000) -> dict:
+    """visit_page for every url, `at_once` pages open side by side: each is loaded while the
+    ones before it wait for their network to fall idle (half a second at least, on every
+    page), so those waits overlap. {url: PageVisit}, in the order of `urls`."""
+    out = {}
+    urls = list(urls)
+    for first in range(0, len(urls), at_once):
+        opened = []
+        try:
+            for url in urls[first:first + at_once]:
+                opened.append(_open(context.new_page(), url))
+            for page, visit, detach in opened:
+                out[visit.url] = _inspect(page, visit, detach, netloc, idle_timeout_ms)
+        finally:
+            for page, _, _ in opened:
+                page.close()
+    return out
+
+
+def _open(page, url: str):
+    """Start watching *page* and load *url*: (page, the visit so far, the listeners' remover)."""
     visit = PageVisit(url)
 
     def on_console(msg):
@@ -229,15 +253,25 @@ def visit_page(page, url: str, netloc: str, *, idle_timeout_ms: int = 5000) -> P
     def on_request(req):
         visit.requests.append(req.url)
 
-    page.on("console", on_console)
-    page.on("pageerror", on_pageerror)
-    page.on("request", on_request)
+    listeners = (("console", on_console), ("pageerror", on_pageerror), ("request", on_request))
+    for event, fn in listeners:
+        page.on(event, fn)
+
+    def detach():
+        for event, fn in listeners:
+            page.remove_listener(event, fn)
     try:
-        try:
-            response = page.goto(url, wait_until="load")
-            visit.status = response.status if response else None
-        except Exception as exc:  # navigation itself failed
-            visit.problems.append(f"{url}: navigation failed: {exc}")
+        response = page.goto(url, wait_until="load")
+        visit.status = response.status if response else None
+    except Exception as exc:  # navigation itself failed
+        visit.problems.append(f"{url}: navigation failed: {exc}")
+    return page, visit, detach
+
+
+def _inspect(page, visit: PageVisit, detach, netloc: str, idle_timeout_ms: int) -> PageVisit:
+    url = visit.url
+    try:
+        if visit.problems:  # the navigation failed: nothing to look at
             return visit
         try:
             page.wait_for_load_state("networkidle", timeout=idle_timeout_ms)
@@ -249,9 +283,7 @@ def visit_page(page, url: str, netloc: str, *, idle_timeout_ms: int = 5000) -> P
         visit.code_blocks, visit.copy_problems = check_copy_buttons(page, url)
         visit.annotations = count_annotations(page)
     finally:
-        page.remove_listener("console", on_console)
-        page.remove_listener("pageerror", on_pageerror)
-        page.remove_listener("request", on_request)
+        detach()
 
     visit.external_requests = sorted(
         {u for u in visit.requests if is_external_request(u, netloc)}

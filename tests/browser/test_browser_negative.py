@@ -17,6 +17,7 @@ from sitechecks import (
     check_links,
     discover_pages,
     visit_page,
+    visit_pages,
 )
 
 pytestmark = pytest.mark.browser
@@ -110,6 +111,21 @@ def test_external_font_request_is_reported(page, bad_site):
     assert any("request to another host" in p and "fonts.googleapis.com" in p for p in visit.problems), _joined(
         visit.problems
     )
+
+
+def test_pages_visited_side_by_side_keep_their_own_problems(bad_site, context):
+    # the crawl of the real site opens several pages at once: each visit must get the
+    # requests and problems of its own page, whichever page made them
+    urls = [bad_site.url(p) for p in ("font/", "good/", "outline/")]
+    visits = visit_pages(context, urls, bad_site.netloc, at_once=2)
+    assert list(visits) == urls
+    assert visits[urls[1]].problems == []
+    assert FONT_URL in visits[urls[0]].external_requests and not visits[urls[2]].external_requests
+    alone = context.new_page()
+    try:
+        assert visits[urls[2]].problems == visit_page(alone, urls[2], bad_site.netloc).problems != []
+    finally:
+        alone.close()
 
 
 def test_broken_link_and_anchor_are_reported(page, bad_site, context):
