@@ -9,6 +9,7 @@ file. Kernel parameters are read by the project's one signature reader
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -170,6 +171,11 @@ def _c_value(v, typ: str) -> str:
 
 
 class Rewriter:
+    """The passes over one preprocessed source. With `function_constants` None the values of
+    the function constants are left as placeholders (:data:`_FC`), for :func:`_with_values`
+    to fill in: the passes do not depend on them, so a source is rewritten once for all the
+    values it is compiled with (MLX specializes most kernels by function constants)."""
+
     def __init__(self, text: str, default_file: str, function_constants: dict | None,
                  only: Collection[str] | None = None):
         # the host names of the kernels to instantiate (None: all of them)
@@ -178,7 +184,8 @@ class Rewriter:
         self.ns_hint = text
         self.toks = tokenize(text)
         assign_lines(self.toks, default_file)
-        self.fc_values = dict(function_constants or {})
+        self.fc_values = None if function_constants is None else dict(function_constants)
+        self.fc_specs: list[tuple[str, int, str]] = []  # (name, index, type) of each placeholder pair
         self.out = Rewritten("")
         self.template_kernels: dict[str, list[KernelDecl]] = {}  # by name: overloads differ in their template parameters
         self.kernel_list: list[KernelDecl] = []
@@ -428,9 +435,12 @@ class Rewriter:
                         idx = int(idx_text, 0)
                     except ValueError:
                         idx = -1
-                    defined = name in self.fc_values or idx in self.fc_values
-                    val = self.fc_values.get(name, self.fc_values.get(idx))
-                    value = _c_value(val, typ) if defined else f"{typ}{{}}"
+                    if self.fc_values is None:
+                        n = len(self.fc_specs)
+                        self.fc_specs.append((name, idx, typ))
+                        defined, value = None, _FC.format("value", n)
+                    else:
+                        defined, value = _fc_value(self.fc_values, name, idx, typ)
                     self.out.function_constants[name] = (idx, defined)
                     _blank(toks, i, semi, f"static constexpr {typ} {name} = {value};")
                     i = semi + 1
@@ -442,7 +452,11 @@ class Rewriter:
                     name = _text(toks, j + 1, k - 1)
                     if name not in self.out.function_constants:
                         raise self.err(t, f"is_function_constant_defined: '{name}' is not a function constant")
-                    _blank(toks, i, k, "true" if self.out.function_constants[name][1] else "false")
+                    if self.fc_values is None:
+                        n = max(n for n, spec in enumerate(self.fc_specs) if spec[0] == name)  # the latest
+                        _blank(toks, i, k, _FC.format("defined", n))
+                    else:
+                        _blank(toks, i, k, "true" if self.out.function_constants[name][1] else "false")
                     i = k + 1
                     continue
             i += 1
@@ -1081,10 +1095,56 @@ def _arity(typ: str) -> int:
     return 1
 
 
+# A placeholder of the rewriter's output: an identifier no source can hold (it is made of the
+# rewriter's own prefix and a number), replaced by the value or the definedness of the
+# function constant of that number.
+_FC = "__mslemu_fc_{}_{}__"
+_FC_RE = re.compile(r"__mslemu_fc_(value|defined)_(\d+)__")
+
+
+def _fc_value(values: dict, name: str, idx: int, typ: str) -> tuple[bool, str]:
+    """(defined, C++ value) of the function constant `name` (index `idx`) of type `typ`."""
+    defined = name in values or idx in values
+    val = values.get(name, values.get(idx))
+    return defined, (_c_value(val, typ) if defined else f"{typ}{{}}")
+
+
+def _with_values(template: Rewritten, specs: list[tuple[str, int, str]], values: dict) -> Rewritten:
+    """The rewritten source `template`, its placeholders filled in from `values`."""
+    filled = [_fc_value(values, name, idx, typ) for name, idx, typ in specs]
+
+    def fill(m: re.Match) -> str:
+        defined, value = filled[int(m.group(2))]
+        return value if m.group(1) == "value" else ("true" if defined else "false")
+    return Rewritten(_FC_RE.sub(fill, template.text), template.kernels,
+                     {name: (idx, filled[n][0]) for n, (name, idx, _) in enumerate(specs)},
+                     template.all_names)
+
+
+_memo: "OrderedDict[tuple, tuple[Rewritten, list]]" = OrderedDict()
+MEMO_SIZE = 8
+
+
 def rewrite(text: str, default_file: str, function_constants: dict | None = None,
             only: Collection[str] | None = None) -> Rewritten:
-    """Rewrite preprocessed Metal source; `only` names the kernel instantiations to keep."""
-    try:
-        return Rewriter(text, default_file, function_constants, only).run()
-    except SourceError as exc:  # e.g. an unbalanced bracket, found by the shared token walkers
-        raise CompileError(str(exc)) from None
+    """Rewrite preprocessed Metal source; `only` names the kernel instantiations to keep.
+
+    The rewriting of a source is kept (the last MEMO_SIZE) and reused for other values of
+    its function constants: a test compiles one MLX kernel for several of them."""
+    key = (text, default_file, None if only is None else frozenset({only} if isinstance(only, str) else only))
+    if key in _memo:
+        _memo.move_to_end(key)
+    else:
+        reserved = _FC_RE.search(text)
+        if reserved:  # it would be taken for a placeholder
+            raise CompileError(f"{default_file}: the identifier {reserved.group(0)} is reserved by the emulator")
+        try:
+            r = Rewriter(text, default_file, None, only)
+            template = r.run()
+        except SourceError as exc:  # e.g. an unbalanced bracket, found by the shared token walkers
+            raise CompileError(str(exc)) from None
+        _memo[key] = (template, r.fc_specs)
+        while len(_memo) > MEMO_SIZE:
+            _memo.popitem(last=False)
+    template, specs = _memo[key]
+    return _with_values(template, specs, dict(function_constants or {}))

@@ -1,0 +1,73 @@
+"""The rewriter rewrites a source once for all the values of its function constants
+(emulator/rewrite.py's placeholders): what it gives for each set of values is exactly what
+rewriting with those values from the start gives, on MLX's kernels as on a small one."""
+
+from __future__ import annotations
+
+import pytest
+
+from gemmglossary import paths, vendor
+from gemmglossary.emulator import CompileError, build, rewrite
+
+# every kind of use: a value, a gated parameter, and whether a constant was given at all
+FC_SRC = """
+#include <metal_stdlib>
+using namespace metal;
+constant bool use_bias [[function_constant(0)]];
+constant int scale [[function_constant(1)]];
+constant float never_given [[function_constant(2)]];
+constant bool use_bias_too = is_function_constant_defined(use_bias) && use_bias;
+
+kernel void fc(device const float* x [[buffer(0)]],
+               device float* y [[buffer(1)]],
+               device const float* bias [[buffer(2), function_constant(use_bias)]],
+               uint i [[thread_position_in_grid]]) {
+  float v = x[i] * scale;
+  if (use_bias_too) v += bias[i];
+  if (is_function_constant_defined(never_given)) v = never_given;
+  y[i] = v;
+}
+"""
+
+VALUES = [{}, {"use_bias": True, 1: 3}, {0: False, "scale": 5}, {"use_bias": False, "scale": -2, "never_given": 1.5}]
+
+# (file, kernel, function constants by index): steel's alignment and batch constants
+# (200-202, 10, 100, 110) in the combinations the tests launch, and some they do not
+STEEL = "steel_gemm_nn_float32_bm32_bn32_bk16_wm2_wn2"
+STEEL_VALUES = [{10: False, 100: False, 110: False, 200: True, 201: True, 202: True},
+                {10: True, 100: True, 110: False, 200: False, 201: True, 202: False},
+                {200: False, 201: False, 202: False}, {}]
+
+
+def fresh(text: str, file: str, values: dict, only=None) -> rewrite.Rewritten:
+    """What the rewriter gives with the values from the start."""
+    return rewrite.Rewriter(text, file, values, only).run()
+
+
+def same(a: rewrite.Rewritten, b: rewrite.Rewritten) -> None:
+    assert a.text == b.text
+    assert a.function_constants == b.function_constants
+    assert a.all_names == b.all_names and a.kernels == b.kernels
+
+
+@pytest.mark.parametrize("values", VALUES, ids=str)
+def test_a_small_source_for_each_set_of_values(values):
+    pre = build.preprocess(FC_SRC, "<source>", [], None)
+    same(rewrite.rewrite(pre, "<source>", values), fresh(pre, "<source>", values))
+
+
+def test_steel_gemm_for_each_set_of_values():
+    vendor.ensure()
+    path = paths.kernels_dir() / "steel_gemm.metal"
+    pre = build.preprocess(path.read_text(), str(path), [str(paths.kernels_dir()), str(paths.vendor_dir())], None)
+    assert "function_constant" in pre
+    rewrite._memo.clear()
+    for values in STEEL_VALUES:
+        same(rewrite.rewrite(pre, str(path), values, {STEEL}), fresh(pre, str(path), values, {STEEL}))
+    assert len(rewrite._memo) == 1  # rewritten once
+
+
+def test_the_placeholders_name_cannot_be_used_by_a_source():
+    src = FC_SRC.replace("float v = x[i] * scale;", "float v = x[i] * scale; int __mslemu_fc_value_0__ = 0;")
+    with pytest.raises(CompileError, match="__mslemu_fc_value_0__ is reserved"):
+        rewrite.rewrite(build.preprocess(src, "<source>", [], None), "<source>", {})
