@@ -112,7 +112,8 @@ def mkdocs_site(tmp_path_factory) -> SiteBuild:
 #:   which keep the processes busy while the last MODULES tests end and the site is built
 #:   (started in the background when the session starts);
 #: - then tests/coverage/ and the one file that builds the real site (SITE_BUILDER), then
-#:   the files that look at the built site (the browser's), then the rest.
+#:   the files that look at the built site (the browser's), each followed by one of the
+#:   rest (the largest first), then the rest.
 #: Nothing that waits for the report is ever handed out before a MODULES test, so every
 #: wait ends.
 #:
@@ -161,7 +162,12 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         early.append(f)
         count += size[f]
     if measuring:
-        order = first + early + waits + sorted(uses_site - set(waits) - modules) + rest[len(early):]
+        # the browser's files wait on the page more than they compute: each goes in beside
+        # a file that computes, so that one process waits while the other compiles
+        looks = sorted(uses_site - set(waits) - modules)
+        computes = rest[len(early):]
+        paired = [f for pair in zip(looks, computes) for f in pair]
+        order = first + early + waits + paired + looks[len(paired) // 2:] + computes[len(paired) // 2:]
     else:
         order = waits + early + sorted(uses_site - set(waits)) + rest[len(early):]
     position = {f: i for i, f in enumerate(order)}
