@@ -122,6 +122,9 @@ def mkdocs_site(tmp_path_factory) -> SiteBuild:
 #: tests/coverage/ then goes first, then SITE_BUILDER, then the rest as above.
 SITE_BUILDER = "tests/test_site_build.py"
 EARLY_SHARE = 0.3
+#: The files that look at the site longest (the crawl of every page, then the screenshots),
+#: handed out first among those that do, so that they are not the last to end.
+LONGEST_LOOKS = ("tests/browser/test_browser_pages.py", "tests/browser/test_browser_screenshots.py")
 
 
 def _file_of(nodeid: str) -> str:
@@ -164,7 +167,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     if measuring:
         # the browser's files wait on the page more than they compute: each goes in beside
         # a file that computes, so that one process waits while the other compiles
-        looks = sorted(uses_site - set(waits) - modules)
+        looks = sorted(uses_site - set(waits) - modules, key=lambda f: (f not in LONGEST_LOOKS, f))
         computes = rest[len(early):]
         paired = [f for pair in zip(looks, computes) for f in pair]
         order = first + early + waits + paired + looks[len(paired) // 2:] + computes[len(paired) // 2:]

@@ -21,7 +21,8 @@ OTHER = ["tests/b_test.py::test_runs_not", "tests/c_test.py::test_three"]
 
 
 def config(tmp_path, *args, **options):
-    defaults = dict(keyword="", markexpr="", deselect=None, lf=False, failedfirst=False, stepwise=False, maxfail=0)
+    defaults = dict(keyword="", markexpr="", deselect=None, lf=False, failedfirst=False, stepwise=False, maxfail=0,
+                    collectonly=False, setuponly=False, setupplan=False)
     return SimpleNamespace(option=SimpleNamespace(**{**defaults, **options}), args=list(args),
                            invocation_params=SimpleNamespace(dir=tmp_path))
 
@@ -71,6 +72,7 @@ def test_only_a_session_that_runs_every_coverage_test_measures(root, monkeypatch
         "--deselect": config(root, deselect=["tests/a_test.py::test_one"]),
         "--lf": config(root, lf=True),
         "-x": config(root, maxfail=1),
+        "--collect-only": config(root, collectonly=True),
         "one test": config(root, "tests/a_test.py::test_one", "tests/b_test.py"),
         "some files": config(root, "tests/a_test.py"),
     }

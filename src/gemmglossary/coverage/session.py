@@ -63,6 +63,8 @@ def why_not_measuring(config, entries, root: Path) -> str | None:
     if os.environ.get(ENV):
         return "it runs inside a test session that measures coverage"
     option = config.option
+    if getattr(option, "collectonly", False) or getattr(option, "setuponly", False) or getattr(option, "setupplan", False):
+        return "it runs no test (--collect-only, --setup-only or --setup-plan)"
     if getattr(option, "keyword", "") or getattr(option, "markexpr", ""):
         return "tests are selected with -k or -m"
     if getattr(option, "deselect", None):
