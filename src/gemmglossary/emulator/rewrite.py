@@ -9,6 +9,7 @@ file. Kernel parameters are read by the project's one signature reader
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -1123,6 +1124,7 @@ def _with_values(template: Rewritten, specs: list[tuple[str, int, str]], values:
 
 _memo: "OrderedDict[tuple, tuple[Rewritten, list]]" = OrderedDict()
 MEMO_SIZE = 8
+_memo_lock = threading.Lock()  # (a build may compile kernels from several threads)
 
 
 def rewrite(text: str, default_file: str, function_constants: dict | None = None,
@@ -1132,8 +1134,12 @@ def rewrite(text: str, default_file: str, function_constants: dict | None = None
     The rewriting of a source is kept (the last MEMO_SIZE) and reused for other values of
     its function constants: a test compiles one MLX kernel for several of them."""
     key = (text, default_file, None if only is None else frozenset({only} if isinstance(only, str) else only))
-    if key in _memo:
-        _memo.move_to_end(key)
+    with _memo_lock:
+        kept = _memo.get(key)
+        if kept is not None:
+            _memo.move_to_end(key)
+    if kept is not None:
+        template, specs = kept
     else:
         reserved = _FC_RE.search(text)
         if reserved:  # it would be taken for a placeholder
@@ -1143,8 +1149,9 @@ def rewrite(text: str, default_file: str, function_constants: dict | None = None
             template = r.run()
         except SourceError as exc:  # e.g. an unbalanced bracket, found by the shared token walkers
             raise CompileError(str(exc)) from None
-        _memo[key] = (template, r.fc_specs)
-        while len(_memo) > MEMO_SIZE:
-            _memo.popitem(last=False)
-    template, specs = _memo[key]
+        specs = r.fc_specs
+        with _memo_lock:
+            _memo[key] = (template, specs)
+            while len(_memo) > MEMO_SIZE:
+                _memo.popitem(last=False)
     return _with_values(template, specs, dict(function_constants or {}))
