@@ -122,8 +122,8 @@ def site_pages(site, context) -> list[str]:
 
 @pytest.fixture(scope="session")
 def visits(site, site_pages, context) -> dict[str, sitechecks.PageVisit]:
-    """Every page visited once; shared by the page-level and link tests."""
-    return sitechecks.visit_pages(context, site_pages, site.netloc)
+    """Every page visited once; shared by the page-level, link and annotation tests."""
+    return sitechecks.visit_pages(context, site_pages, site.netloc, annotations=True)
 
 
 @pytest.fixture(scope="session")

@@ -178,6 +178,7 @@ class PageVisit:
     code_blocks: int = 0
     copy_problems: list[str] = field(default_factory=list)
     annotations: int = 0
+    annotation_problems: list[str] | None = None  # None: the first annotation was not clicked
     problems: list[str] = field(default_factory=list)
 
 
@@ -219,10 +220,13 @@ def visit_page(page, url: str, netloc: str, *, idle_timeout_ms: int = 5000) -> P
     return _inspect(*_open(page, url), netloc, idle_timeout_ms)
 
 
-def visit_pages(context, urls, netloc: str, *, at_once: int = 4, idle_timeout_ms: int = 5000) -> dict:
+def visit_pages(context, urls, netloc: str, *, at_once: int = 4, idle_timeout_ms: int = 5000,
+                annotations: bool = False) -> dict:
     """visit_page for every url, `at_once` pages open side by side: each is loaded while the
     ones before it wait for their network to fall idle (half a second at least, on every
-    page), so those waits overlap. {url: PageVisit}, in the order of `urls`."""
+    page), so those waits overlap. With `annotations`, a page that has code annotations
+    also gets its first one clicked (check_first_annotation) while it is open.
+    {url: PageVisit}, in the order of `urls`."""
     out = {}
     urls = list(urls)
     for first in range(0, len(urls), at_once):
@@ -232,6 +236,9 @@ def visit_pages(context, urls, netloc: str, *, at_once: int = 4, idle_timeout_ms
                 opened.append(_open(context.new_page(), url))
             for page, visit, detach in opened:
                 out[visit.url] = _inspect(page, visit, detach, netloc, idle_timeout_ms)
+                if annotations and visit.annotations:
+                    page.bring_to_front()  # the click goes to the page a reader is looking at
+                    visit.annotation_problems = check_first_annotation(page, visit.url)
         finally:
             for page, _, _ in opened:
                 page.close()
