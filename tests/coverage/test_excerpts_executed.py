@@ -69,4 +69,4 @@ def test_the_run_includes_every_module_that_runs_a_quoted_mlx_file():
 
 def test_the_run_runs_every_snippet(report):
     # the report's own record of what ran: the snippet test, parametrized over every snippet
-    assert "tests/snippets/test_snippets.py::test_snippet_runs" in report["modules"]
+    assert "tests/snippets/test_snippet_runs.py" in report["modules"]

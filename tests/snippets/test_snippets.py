@@ -1,6 +1,7 @@
 """The runnable snippets (snippets/*.py) and the mkdocs plumbing that renders them.
 
-- every snippet runs to completion as a script (the way a reader runs it);
+- (every snippet runs to completion as a script, the way a reader runs it:
+  test_snippet_runs.py);
 - every snippet has the shape the site relies on (a markdown H1 first, the command);
 - a snippet that raises fails a script run and an mkdocs build with the site's own
   mkdocs-jupyter configuration (allow_errors off);
@@ -14,8 +15,6 @@
 from __future__ import annotations
 
 import html
-import json
-import os
 import posixpath
 import re
 import shutil
@@ -28,6 +27,7 @@ import pytest
 import yaml
 
 from gemmglossary.docs_hooks import snippets as snippets_hook
+from snippet_scripts import run_script, script_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = snippets_hook.snippet_paths(ROOT)
@@ -38,22 +38,6 @@ EXPECTED = {
     "gemv", "quantized_matmul", "simdgroup_reductions",
     "double_buffering", "threadgroup_swizzle", "split_k", "half_precision", "how_mlx_picks",
 }
-
-
-def _env(**extra) -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("MPLBACKEND", "Agg")
-    env.update(extra)
-    return env
-
-
-def _run_script(path: Path, *, record: Path | None = None, **env) -> subprocess.CompletedProcess:
-    """Run a snippet as a reader does; with ``record``, through record_inputs.py."""
-    argv = [str(path)] if record is None else [str(Path(__file__).with_name("record_inputs.py")), str(path), str(record)]
-    return subprocess.run(
-        [sys.executable, *argv], cwd=ROOT, env=_env(**env),
-        capture_output=True, text=True, timeout=900,
-    )
 
 
 def test_every_glossary_entry_and_case_study_has_a_snippet():
@@ -73,31 +57,6 @@ def test_snippet_shape(path: Path):
     assert "assert_allclose" in text, "every snippet checks its kernel against numpy"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", SNIPPETS, ids=[p.stem for p in SNIPPETS])
-def test_snippet_runs(path: Path, tmp_path: Path):
-    record = tmp_path / "read.json"
-    proc = _run_script(path, record=record, GEMMGLOSSARY_FIGURES=str(tmp_path))
-    assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    assert proc.stdout.strip(), f"{path.name} printed nothing"
-    # Diagnostics are printed by the snippet, never left to go to stderr (and so to a
-    # stderr box on the page).
-    assert "Warning" not in proc.stderr, f"{path.name} leaked a warning:\n{proc.stderr[-3000:]}"
-    # Everything of the repository the snippet read is among the inputs its cached page
-    # is keyed by, so no edit can leave a stale page.
-    read = json.loads(record.read_text())
-    inputs = {p.resolve() for p in snippets_hook.cache_inputs(path, ROOT)}
-    if (ROOT / "kernels" / "vendor.toml") in inputs:  # vendored files are checked against it
-        inputs |= {p.resolve() for p in (ROOT / "kernels" / "vendor").rglob("*") if p.is_file()}
-    package = snippets_hook.package_dir(ROOT).resolve()
-    watched = [ROOT / "kernels", package]
-    used = {Path(f).resolve() for f in read["opened"] + read["launched"] + read["modules"]}
-    used = {f for f in used if f.is_file() and any(f.is_relative_to(w) for w in watched)}
-    assert used, "the recorder saw nothing"
-    missing = sorted(str(f.relative_to(ROOT)) for f in used - inputs)
-    assert not missing, f"{path.name} read files its cache key ignores: {missing}"
-
-
 BROKEN = '''\
 # %% [markdown]
 # # Broken on purpose
@@ -114,7 +73,7 @@ raise RuntimeError("this snippet is broken on purpose")
 def test_broken_snippet_fails_as_a_script(tmp_path: Path):
     path = tmp_path / "broken.py"
     path.write_text(BROKEN)
-    proc = _run_script(path)
+    proc = run_script(path)
     assert proc.returncode != 0
     assert "broken on purpose" in proc.stderr
 
@@ -193,7 +152,7 @@ def _build(root: Path) -> subprocess.CompletedProcess:
         _decoy_kernelspec(decoy)
     return subprocess.run(
         [str(mkdocs), "build", "--strict", "-f", str(root / "mkdocs.yml"), "-d", str(root / "site")],
-        cwd=root, env=_env(GEMMGLOSSARY_ROOT=str(root), JUPYTER_DATA_DIR=str(decoy),
+        cwd=root, env=script_env(GEMMGLOSSARY_ROOT=str(root), JUPYTER_DATA_DIR=str(decoy),
                            NO_MKDOCS_2_WARNING="1"),
         capture_output=True, text=True, timeout=600,
     )
@@ -391,7 +350,7 @@ def test_real_snippet_whose_diagnostic_escapes_fails_script_and_build(tmp_path: 
     root = _tiny_site(tmp_path / "site-src", {"barriers.py": broken})
     shutil.copy(ROOT / "kernels" / "matmul_tiled.metal", root / "kernels")
 
-    proc = _run_script(root / "snippets" / "barriers.py", GEMMGLOSSARY_ROOT=str(root))
+    proc = run_script(root / "snippets" / "barriers.py", GEMMGLOSSARY_ROOT=str(root))
     assert proc.returncode != 0
     assert "DataRaceError" in proc.stderr
 

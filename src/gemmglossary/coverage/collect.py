@@ -52,7 +52,7 @@ MODULES = (
     "tests/emulator/test_decode_kernels.py",
     "tests/coverage/test_swizzled_steel.py",
     "tests/emulator/test_half_precision_kernels.py",
-    "tests/snippets/test_snippets.py::test_snippet_runs",
+    "tests/snippets/test_snippet_runs.py",
 )
 
 
