@@ -107,7 +107,7 @@ def mkdocs_site(tmp_path_factory) -> SiteBuild:
 #: A session that runs every test of the coverage run (collect.MODULES) measures coverage
 #: itself (gemmglossary.coverage.session): those tests run once, instrumented, and the
 #: site build and the coverage checks wait for the report they leave. So:
-#: - the MODULES files first, largest first;
+#: - the MODULES files first, in their order (the longest first);
 #: - then EARLY_SHARE of the other files that need neither the report nor the site,
 #:   which keep the processes busy while the last MODULES tests end and the site is built
 #:   (started in the background when the session starts);
@@ -154,7 +154,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         raise pytest.UsageError(f"{sorted(modules & uses_site)}: a file of the coverage run's tests "
                                 "(collect.MODULES) must not look at the site, whose build waits for them "
                                 "all: move that test to a file of its own")
-    first = sorted((f for f in size if f in modules), key=lambda f: -size[f])
+    first = [f for f in dict.fromkeys(collect.module_file(e) for e in collect.MODULES) if f in modules and f in size]
     waits = [f for f in waits if f not in modules]
     rest = sorted((f for f in size if f not in modules and f not in waits and f not in uses_site),
                   key=lambda f: -size[f])
