@@ -127,10 +127,6 @@ EARLY_SHARE = 0.3
 LONGEST_LOOKS = ("tests/browser/test_browser_pages.py", "tests/browser/test_browser_screenshots.py")
 
 
-def _file_of(nodeid: str) -> str:
-    return nodeid.split("::", 1)[0]
-
-
 def _measuring(config) -> bool:
     return getattr(config, "_gemmglossary_measuring", False)
 
@@ -138,15 +134,14 @@ def _measuring(config) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items) -> None:
     reason = coverage_session.why_not_measuring(config, collect.MODULES, REPO)
-    measuring = reason is None and all(any(coverage_session.entry_of(i.nodeid, [e]) for i in items)
-                                       for e in collect.MODULES)
+    measuring = reason is None and not coverage_session.missing_entries(collect.MODULES, [i.nodeid for i in items])
     config._gemmglossary_measuring = measuring
     size: dict[str, int] = {}
     uses_site: set[str] = set()
     for item in items:
-        size[_file_of(item.nodeid)] = size.get(_file_of(item.nodeid), 0) + 1
+        size[collect.module_file(item.nodeid)] = size.get(collect.module_file(item.nodeid), 0) + 1
         if "mkdocs_site" in getattr(item, "fixturenames", ()) or item.nodeid.startswith("tests/browser/"):
-            uses_site.add(_file_of(item.nodeid))
+            uses_site.add(collect.module_file(item.nodeid))
     waits = [f for f in size if f.startswith("tests/coverage/")] + [f for f in size if f == SITE_BUILDER]
     modules = {collect.module_file(e) for e in collect.MODULES} if measuring else set()
     if modules & uses_site:
@@ -174,7 +169,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     else:
         order = waits + early + sorted(uses_site - set(waits)) + rest[len(early):]
     position = {f: i for i, f in enumerate(order)}
-    items.sort(key=lambda item: position[_file_of(item.nodeid)])  # stable: the order within a file is kept
+    items.sort(key=lambda item: position[collect.module_file(item.nodeid)])  # stable: the order within a file is kept
 
 
 _background: dict = {}
@@ -187,7 +182,7 @@ def pytest_collection_finish(session) -> None:
     folder = _session_folder(config._tmp_path_factory)
     config._gemmglossary_session = coverage_session.Session.start(
         folder / "coverage-session", REPO, collect.MODULES, [i.nodeid for i in session.items])
-    if any(_file_of(i.nodeid) == SITE_BUILDER or i.nodeid.startswith("tests/browser/") for i in session.items):
+    if any(collect.module_file(i.nodeid) == SITE_BUILDER or i.nodeid.startswith("tests/browser/") for i in session.items):
         # the site's snippets run meanwhile; its excerpts wait for the report
         started: list = []
         env = _site_env()

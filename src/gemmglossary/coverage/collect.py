@@ -58,7 +58,7 @@ MODULES = (
 
 
 def module_file(entry: str) -> str:
-    """The test file of a MODULES entry."""
+    """The test file of a MODULES entry, or of a test's node id."""
     return entry.split("::", 1)[0]
 
 

@@ -55,9 +55,17 @@ def entry_of(nodeid: str, entries) -> str | None:
     return None
 
 
+def missing_entries(entries, nodeids) -> list[str]:
+    """The entries of which no test is among `nodeids`."""
+    found = {entry_of(n, entries) for n in nodeids}
+    return [e for e in entries if e not in found]
+
+
 def why_not_measuring(config, entries, root: Path) -> str | None:
     """Why a pytest session with this `config` cannot measure the coverage itself (it would
     not run every test of `entries`, or is itself part of a coverage run), or None."""
+    from .collect import module_file
+
     if mode.enabled():
         return "it runs inside a coverage run"
     if os.environ.get(ENV):
@@ -78,9 +86,9 @@ def why_not_measuring(config, entries, root: Path) -> str | None:
         return "tests are named one by one"
     bases = [(Path(config.invocation_params.dir) / a).resolve() for a in args]
     for entry in entries:
-        f = (root / entry.split("::", 1)[0]).resolve()
+        f = (root / module_file(entry)).resolve()
         if not any(f == b or b in f.parents for b in bases):
-            return f"{entry.split('::', 1)[0]} is not among the tests this session runs"
+            return f"{module_file(entry)} is not among the tests this session runs"
     return None
 
 
@@ -124,7 +132,7 @@ class Session:
 
         folder = Path(folder)
         tests = sorted(n for n in nodeids if entry_of(n, entries))
-        missing = [e for e in entries if not any(entry_of(n, [e]) for n in tests)]
+        missing = missing_entries(entries, tests)
         if missing:
             raise SessionError(f"the session collected no test of {missing} (collect.MODULES)")
         with exclusive(folder / ".lock"):
