@@ -124,7 +124,7 @@ SITE_BUILDER = "tests/test_site_build.py"
 EARLY_SHARE = 0.3
 #: The files that look at the site longest (the crawl of every page, then the screenshots),
 #: handed out first among those that do, so that they are not the last to end.
-LONGEST_LOOKS = ("tests/browser/test_browser_pages.py", "tests/browser/test_browser_screenshots.py")
+LONGEST_LOOKS = ("tests/browser/test_browser_site.py",)
 
 
 def _measuring(config) -> bool:

@@ -23,10 +23,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import sitechecks  # noqa: E402
+import tour as tour_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "excerpts.lock.json"
 SCREENSHOTS = ROOT / ".screenshots"
+VIEWPORT = {"width": 1280, "height": 900}
 
 
 def _unavailable(reason: str):
@@ -68,7 +70,7 @@ def context(browser):
     aborting makes them fail at once instead of hanging. They are still seen (and
     reported) by the checks, which record every request as it is attempted.
     """
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    ctx = browser.new_context(viewport=VIEWPORT)
     ctx.set_default_timeout(15_000)
     ctx.set_default_navigation_timeout(30_000)
 
@@ -121,9 +123,14 @@ def site_pages(site, context) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def visits(site, site_pages, context) -> dict[str, sitechecks.PageVisit]:
-    """Every page visited once; shared by the page-level, link and annotation tests."""
-    return sitechecks.visit_pages(context, site_pages, site.netloc, annotations=True)
+def tour(site, site_pages, context, lock_entries, screenshots_dir) -> "tour_module.Tour":
+    """Every page visited once, and measured for all the checks of test_browser_site.py."""
+    from gemmglossary.coverage.site import UNEXECUTED_CLASS
+
+    excerpt_pages = {sitechecks.page_url(site.base_url, e["page"]) for e in lock_entries}
+    return tour_module.tour_site(context, site, site_pages, excerpt_pages=excerpt_pages,
+                                 unexecuted_class=UNEXECUTED_CLASS, screenshots_dir=screenshots_dir,
+                                 viewport=VIEWPORT)
 
 
 @pytest.fixture(scope="session")

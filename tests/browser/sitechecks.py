@@ -221,11 +221,11 @@ def visit_page(page, url: str, netloc: str, *, idle_timeout_ms: int = 5000) -> P
 
 
 def visit_pages(context, urls, netloc: str, *, at_once: int = 4, idle_timeout_ms: int = 5000,
-                annotations: bool = False) -> dict:
+                look=None) -> dict:
     """visit_page for every url, `at_once` pages open side by side: each is loaded while the
     ones before it wait for their network to fall idle (half a second at least, on every
-    page), so those waits overlap. With `annotations`, a page that has code annotations
-    also gets its first one clicked (check_first_annotation) while it is open.
+    page), so those waits overlap. `look(page, visit)`, if given, is called for each page
+    once it is inspected and while it is still open (the site tour's further checks).
     {url: PageVisit}, in the order of `urls`."""
     out = {}
     urls = list(urls)
@@ -236,9 +236,9 @@ def visit_pages(context, urls, netloc: str, *, at_once: int = 4, idle_timeout_ms
                 opened.append(_open(context.new_page(), url))
             for page, visit, detach in opened:
                 out[visit.url] = _inspect(page, visit, detach, netloc, idle_timeout_ms)
-                if annotations and visit.annotations:
-                    page.bring_to_front()  # the click goes to the page a reader is looking at
-                    visit.annotation_problems = check_first_annotation(page, visit.url)
+                if look is not None and visit.status is not None:  # (None: the navigation failed)
+                    page.bring_to_front()  # clicks and screenshots go to the page a reader is looking at
+                    look(page, visit)
         finally:
             for page, _, _ in opened:
                 page.close()
@@ -463,10 +463,56 @@ def excerpt_problems(url: str, blocks: list[dict], entries: list[dict]) -> list[
 def check_excerpts(page, url: str, entries: list[dict]) -> list[str]:
     """Load *url* and compare its excerpt blocks with the lock *entries* of that page."""
     page.goto(url, wait_until="load")
-    # Folded blocks (pymdownx.details, e.g. the exercises' reference solutions) are opened,
-    # as a reader would click them open: a closed block renders no line numbers.
-    page.evaluate("() => document.querySelectorAll('.md-content details').forEach(d => { d.open = true; })")
+    open_folded(page)
     return excerpt_problems(url, code_blocks(page), entries)
+
+
+def open_folded(page) -> None:
+    """Open the folded blocks (pymdownx.details, e.g. the exercises' reference solutions), as
+    a reader would click them open: a closed block renders no line numbers."""
+    page.evaluate("() => document.querySelectorAll('.md-content details').forEach(d => { d.open = true; })")
+
+
+# What a reader's browser makes of the line coverage (gemmglossary.coverage.site and
+# docs/stylesheets/coverage.css): the note beside each excerpt's source link, and the tint
+# and margin bar on a line the tests never executed, in both schemes. The real site has
+# no such line (tests/coverage fails if one appears), so the mark is given to the first
+# line of the page's first excerpt here, exactly as coverage.site.mark_unexecuted writes it
+# (its HTML is checked in tests/coverage/test_site_marks.py). COVERAGE_JS leaves the
+# mark on: measure a page's coverage after its screenshots.
+COVERAGE_JS = """(cls) => {
+  const notes = Array.from(document.querySelectorAll('a.excerpt-coverage')).map(a => {
+    const r = a.getBoundingClientRect();
+    return {text: a.textContent.trim(), visible: r.width > 0 && r.height > 0};
+  });
+  const lines = Array.from(document.querySelectorAll('.highlight code span[id^="__span-"]'));
+  if (lines.length < 2) return {notes, mark: null};
+  const [marked, plain] = lines;
+  marked.classList.add(cls);
+  const style = getComputedStyle(marked);
+  const code = marked.closest('code');
+  return {notes, mark: {background: style.backgroundColor, shadow: style.boxShadow,
+                        plain: getComputedStyle(plain).backgroundColor,
+                        width: marked.getBoundingClientRect().width,
+                        codeWidth: code.getBoundingClientRect().width}};
+}"""
+NOTE_TEXT = re.compile(r"^(\d+ of \d+ lines? executed( \(\d+ exempted\))?|no executable lines|line coverage .+)$")
+
+
+def coverage_problems(found: dict, where: str) -> list[str]:
+    """What is wrong with the coverage notes and the marked line of a page, as COVERAGE_JS
+    measured them (with the class that marks a line unexecuted as its argument)."""
+    problems = [f"{where}: coverage note {note}" for note in found["notes"]
+                if not note["visible"] or not NOTE_TEXT.match(note["text"])]
+    if not found["notes"]:
+        problems.append(f"{where}: no coverage note beside its excerpts")
+    mark = found["mark"]
+    if mark is None:
+        problems.append(f"{where}: no code block with two lines to mark one in")
+    elif (mark["background"] == mark["plain"] or mark["shadow"] in ("", "none")
+            or mark["width"] < 0.9 * mark["codeWidth"]):
+        problems.append(f"{where}: an unexecuted line does not stand out: {mark}")
+    return problems
 
 
 def check_copy_buttons(page, url: str) -> tuple[int, list[str]]:
@@ -490,7 +536,8 @@ def check_copy_buttons(page, url: str) -> tuple[int, list[str]]:
 
 
 def count_annotations(page) -> int:
-    return page.locator(".md-annotation__index").count()
+    # (an evaluate is one round trip; a locator's count costs three times as long)
+    return page.evaluate("() => document.querySelectorAll('.md-annotation__index').length")
 
 
 def check_first_annotation(page, url: str, *, timeout_ms: int = 5000) -> list[str]:
