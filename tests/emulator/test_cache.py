@@ -195,3 +195,28 @@ def test_each_set_of_flags_has_its_own_precompiled_shim(monkeypatch, tmp_path):
         assert [sorted(p.name for p in f.iterdir() if not p.name.startswith(".")) for f in folders] == \
             [["mslemu.h.gch"], ["mslemu.h.gch"]]
     assert build.precompiled_shim_flags(cxx, ver, plain) == a  # built once, then found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="gold is asked for on Linux only")
+def test_kernels_link_with_gold_only_where_the_compiler_can(monkeypatch, tmp_path):
+    # a compiler that cannot link with gold (binutils without it) links as before; the
+    # answer is remembered per compiler, so the probe runs once
+    monkeypatch.setenv("GEMMGLOSSARY_CACHE_DIR", str(tmp_path))
+    fake = tmp_path / "no-gold-c++"
+    calls = tmp_path / "calls"
+    fake.write_text(f"#!/bin/sh\necho x >> {calls}\n"
+                    "for a in \"$@\"; do [ \"$a\" = -fuse-ld=gold ] && { echo 'cannot find ld.gold' >&2; exit 1; }; done\n"
+                    "exec g++ \"$@\"\n")
+    fake.chmod(0o755)
+    build.link_flags.cache_clear()
+    try:
+        assert build.link_flags(str(fake), "fake 1") == []
+        build.link_flags.cache_clear()
+        assert build.link_flags(str(fake), "fake 1") == []  # remembered: no second probe
+        assert calls.read_text().count("x") == 1
+        cxx, ver = build.compiler()
+        real = build.link_flags(cxx, ver)
+        if "clang" not in ver and subprocess.run(["which", "ld.gold"], capture_output=True).returncode == 0:
+            assert real == ["-fuse-ld=gold"]
+    finally:
+        build.link_flags.cache_clear()
