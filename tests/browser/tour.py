@@ -1,10 +1,11 @@
 """One tour of the built site: every page is loaded once, and everything the browser
 suite measures on it is measured during that one visit.
 
-Loading a page is most of what a browser check costs (a third to half a second each,
-several seconds of CPU for the whole site), so the crawl, the excerpt blocks, the
+Loading a page is most of what a browser check costs (a third to half a second each
+here, about half a minute for the whole site), so the crawl, the excerpt blocks, the
 figures in both schemes and a narrow window, the screenshots and the first annotation
-all share the visit. The tour only records (PageLook); tests/browser/test_browser_site.py
+all share the visit: the four files that made their own visits took about two minutes
+together, the tour about eighty seconds. The tour only records (PageLook); tests/browser/test_browser_site.py
 judges the records with sitechecks' and figurechecks' functions, which the negative tests
 run on a site broken on purpose.
 
