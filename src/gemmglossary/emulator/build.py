@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -149,24 +150,20 @@ def link_flags(cxx: str, ver: str) -> list[str]:
     kernel object links with gold in about a third of the default linker's time (steel
     GEMM's: 24 ms instead of 60 ms, on every one of the suite's few hundred compiles); the
     object is the same to everything that reads it (dlopen, the DWARF line tables, gcov's
-    notes, which the compiler writes). Asked once per compiler, and remembered in the
-    cache: the answer is [] on macOS, or where binutils comes without gold."""
+    notes, which the compiler writes), so the choice is not part of a cache key. Asked once
+    per process that compiles (about 50 ms), not remembered across processes: whether gold
+    is there is a fact of the installed binutils, which the compiler's version does not
+    tell. [] on macOS, or where binutils comes without gold."""
     if not sys.platform.startswith("linux"):
         return []
-    key = hashlib.sha256((cxx + ver).encode()).hexdigest()[:16]
-    record = cache_root() / f"links-with-gold-{key}"
-    if record.exists():
-        return ["-fuse-ld=gold"] if record.read_text().strip() == "yes" else []
-    probe = cache_root() / f".gold-probe-{os.getpid()}.so"
-    try:
-        r = subprocess.run([cxx, "-fuse-ld=gold", "-shared", "-fPIC", "-x", "c++", "-", "-o", str(probe)],
-                           input="int mslemu_probe() { return 0; }\n", capture_output=True, text=True, timeout=60)
-        works = r.returncode == 0 and probe.is_file()
-    except (OSError, subprocess.SubprocessError):
-        works = False
-    finally:
-        probe.unlink(missing_ok=True)
-    _cache.atomic_write(record, b"yes" if works else b"no")
+    with tempfile.TemporaryDirectory(prefix="gemmglossary-gold-") as tmp:
+        probe = Path(tmp) / "probe.so"
+        try:
+            r = subprocess.run([cxx, "-fuse-ld=gold", "-shared", "-fPIC", "-x", "c++", "-", "-o", str(probe)],
+                               input="int mslemu_probe() { return 0; }\n", capture_output=True, text=True, timeout=60)
+            works = r.returncode == 0 and probe.is_file()
+        except (OSError, subprocess.SubprocessError):
+            works = False
     return ["-fuse-ld=gold"] if works else []
 
 
@@ -297,8 +294,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
         kernel = None
     flags = cxxflags(ver) + _coverage.kernel_flags(shim_include_dirs())  # its own cache key when instrumented
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
-    key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(),
-                                    " ".join(flags + link_flags(cxx, ver))]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(flags)]).encode()).hexdigest()[:24]
     d = cache_root() / key
     entry = _cache.read_kernel_entry(d)  # verified, or None (a damaged entry is rebuilt, with a warning)
     if not entry:
