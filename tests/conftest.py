@@ -122,8 +122,8 @@ def mkdocs_site(tmp_path_factory) -> SiteBuild:
 #: tests/coverage/ then goes first, then SITE_BUILDER, then the rest as above.
 SITE_BUILDER = "tests/test_site_build.py"
 EARLY_SHARE = 0.3
-#: The files that look at the site longest (the crawl of every page, then the screenshots),
-#: handed out first among those that do, so that they are not the last to end.
+#: The file that looks at the site longest (the tour of every page), handed out first
+#: among those that do, so that it is not the last to end.
 LONGEST_LOOKS = ("tests/browser/test_browser_site.py",)
 
 
