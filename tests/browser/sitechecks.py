@@ -614,6 +614,11 @@ def search_results(page, base_url: str, query: str, *, timeout_s: float = 15.0) 
 # --------------------------------------------------------------------------- palette
 
 
+def color_scheme(page) -> str | None:
+    """The scheme of Material's palette the page shows ('default', 'slate'), or None."""
+    return page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+
+
 def set_color_scheme(page, scheme: str, *, timeout_ms: int = 10_000) -> str | None:
     """Switch Material's palette to *scheme* ('default' or 'slate') with the toggle.
 
@@ -627,7 +632,7 @@ def set_color_scheme(page, scheme: str, *, timeout_ms: int = 10_000) -> str | No
         page.wait_for_load_state("load", timeout=timeout_ms)
     except Exception:
         pass
-    current = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+    current = color_scheme(page)
     for _ in range(4):  # at most one click per palette entry
         if current == scheme:
             return None
@@ -643,5 +648,5 @@ def set_color_scheme(page, scheme: str, *, timeout_ms: int = 10_000) -> str | No
             )
         except Exception:
             return f"palette toggle did not change the scheme from {current!r}"
-        current = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+        current = color_scheme(page)
     return None if current == scheme else f"could not reach scheme {scheme!r} (at {current!r})"

@@ -85,7 +85,7 @@ def _look(page, visit, *, excerpt: bool, unexecuted_class: str, screenshots_dir:
     out = PageLook(url)
     entry, glossary, snippet = figurechecks.is_entry(url), is_glossary(url), figurechecks.is_snippet_figure_page(url)
     if entry or glossary or snippet:
-        current = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+        current = sitechecks.color_scheme(page)
         for scheme in sorted(SCHEMES, key=lambda s: s != current):
             label = SCHEMES[scheme]
             page.emulate_media(color_scheme=label)
@@ -113,7 +113,7 @@ def _look(page, visit, *, excerpt: bool, unexecuted_class: str, screenshots_dir:
     if excerpt:
         sitechecks.open_folded(page)
         out.excerpt_blocks = sitechecks.code_blocks(page)
-        scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+        scheme = sitechecks.color_scheme(page)
         out.coverage[SCHEMES.get(scheme, str(scheme))] = page.evaluate(sitechecks.COVERAGE_JS, unexecuted_class)
     if visit.annotations:
         visit.annotation_problems = sitechecks.check_first_annotation(page, url)
