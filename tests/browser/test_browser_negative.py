@@ -114,8 +114,9 @@ def test_external_font_request_is_reported(page, bad_site):
 
 
 def test_pages_visited_side_by_side_keep_their_own_problems(bad_site, context):
-    # the crawl of the real site opens several pages at once: each visit must get the
-    # requests and problems of its own page, whichever page made them
+    # the crawl of the real site opens several pages at once, and loads one page after
+    # another in each tab: each visit must get the requests and problems of its own page,
+    # whichever page made them (outline/ loads in the tab that font/ requested a font in)
     urls = [bad_site.url(p) for p in ("font/", "good/", "outline/")]
     visits = visit_pages(context, urls, bad_site.netloc, at_once=2)
     assert list(visits) == urls

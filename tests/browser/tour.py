@@ -18,10 +18,17 @@ What one visit does, in this order (each step may change what the next one sees)
 4. the folded blocks opened, the excerpt blocks read, and the line coverage measured,
    which marks one line as unexecuted (after the screenshots, which must not show it);
 5. the first code annotation clicked.
+
+Material's search builds its index in a web worker on every page it loads: for this site's
+800 KB index that is 0.7 s of CPU a page, as much as the rest of the load. The tour serves
+the pages an index with the site's own search configuration and no documents, so the
+worker starts as it does for a reader and has nothing to build. The real index is loaded
+and searched by tests/browser/test_browser_search.py.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -32,6 +39,7 @@ import sitechecks
 SCHEMES = {"default": "light", "slate": "dark"}  # Material's palette scheme -> the shot's label
 JPEG_QUALITY = 85  # full pages: code and figure text stay legible
 NARROW = {"width": 420, "height": 900}
+SEARCH_INDEX = "search/search_index.json"  # Material's, relative to the site's root
 
 
 @dataclass
@@ -76,7 +84,19 @@ def tour_site(context, site, urls, *, excerpt_pages: set[str], unexecuted_class:
                                  unexecuted_class=unexecuted_class, screenshots_dir=screenshots_dir,
                                  viewport=viewport)
 
-    visits = sitechecks.visit_pages(context, urls, site.netloc, look=look)
+    index = site.root / SEARCH_INDEX
+    if not index.is_file():  # (the crawl reports the page that asks for it)
+        return Tour(sitechecks.visit_pages(context, urls, site.netloc, look=look), looks)
+    empty = json.dumps({"config": json.loads(index.read_text(encoding="utf-8"))["config"], "docs": []})
+
+    def serve_empty_index(route):
+        route.fulfill(status=200, content_type="application/json", body=empty)
+
+    context.route(f"{site.base_url}{SEARCH_INDEX}", serve_empty_index)
+    try:
+        visits = sitechecks.visit_pages(context, urls, site.netloc, look=look)
+    finally:
+        context.unroute(f"{site.base_url}{SEARCH_INDEX}", serve_empty_index)
     return Tour(visits, looks)
 
 
