@@ -93,16 +93,20 @@ def test_broadcast_batch_uses_has_batch():
     np.testing.assert_allclose(run(launch), reference(a, b), **TOLERANCE[np.float32])
 
 
+@pytest.mark.parametrize("shape", [(64, 50, 24), (64, 64, 32)], ids=["edge-columns", "whole-tiles"])
 @pytest.mark.parametrize("alpha,beta", [(2.0, 0.5), (1.0, 1.0)])
-def test_addmm_epilogue(alpha, beta):
-    """α·A·B + β·C through the fused epilogue (do_axpby only when α or β is not 1).
+def test_addmm_epilogue(alpha, beta, shape):
+    """α·A·B + β·C through the fused epilogue (do_axpby only when α or β is not 1), on the
+    path of whole tiles (align_M and align_N: the epilogue that glossary/epilogue-fusion.md
+    quotes) and on the path of edge columns.
 
     M is a multiple of BM: see test_addmm_edge_tile_reads_past_c for why."""
-    a, b = operands((64, 50, 24), np.float32, False, False, seed=5)
-    c = np.random.default_rng(6).uniform(-1, 1, (64, 50)).astype(np.float32)
+    a, b = operands(shape, np.float32, False, False, seed=5)
+    c = np.random.default_rng(6).uniform(-1, 1, shape[:2]).astype(np.float32)
     launch = mlx_steel.plan(a, b, c, alpha=alpha, beta=beta)
     assert launch.function_constants[100] is True
     assert launch.function_constants[110] is (alpha != 1.0 or beta != 1.0)
+    assert launch.function_constants[200] is True and launch.function_constants[201] is (shape[1] == 64)
     np.testing.assert_allclose(run(launch), reference(a, b, c, alpha, beta), **TOLERANCE[np.float32])
 
 
