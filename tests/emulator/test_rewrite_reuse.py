@@ -71,3 +71,18 @@ def test_the_placeholders_name_cannot_be_used_by_a_source():
     src = FC_SRC.replace("float v = x[i] * scale;", "float v = x[i] * scale; int __mslemu_fc_value_0__ = 0;")
     with pytest.raises(CompileError, match="__mslemu_fc_value_0__ is reserved"):
         rewrite.rewrite(build.preprocess(src, "<source>", [], None), "<source>", {})
+
+
+def test_steel_gemm_with_its_constants_read_at_load():
+    # (what build.py compiles: one text for every set of values, each constant read by
+    # mslemu::fc_value, in the order of the declarations)
+    vendor.ensure()
+    path = paths.kernels_dir() / "steel_gemm.metal"
+    pre = build.preprocess(path.read_text(), str(path), [str(paths.kernels_dir()), str(paths.vendor_dir())], None)
+    r = rewrite.rewrite(pre, str(path), {200: True}, {STEEL}, at_load=True)
+    assert "__mslemu_fc_" not in r.text
+    assert [(name, idx) for name, idx, _ in r.at_load] == [
+        ("has_batch", 10), ("use_out_source", 100), ("do_axpby", 110), ("align_M", 200), ("align_N", 201),
+        ("align_K", 202)]
+    assert "static const bool align_M = ::mslemu::fc_value<bool>(3);" in r.text
+    assert all(defined is None for _, defined in r.function_constants.values())  # (known at load)

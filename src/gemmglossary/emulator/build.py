@@ -19,7 +19,7 @@ from . import cache as _cache
 from . import shimgen
 from .abi import abi
 from .errors import CompileError
-from .rewrite import rewrite
+from .rewrite import fc_lines, rewrite
 
 EMULATOR_VERSION = "1"
 HERE = Path(__file__).resolve().parent
@@ -282,35 +282,88 @@ def _clean_errors(text: str) -> str:
     return "\n".join([first, *rest[:40]])
 
 
+# A source that declares a function constant (`constant T name [[function_constant(i)]];`):
+# it is compiled once for all their values, which are read when the object is loaded.
+_DECLARES_FUNCTION_CONSTANT = re.compile(r"\[\[[^\]]*\bfunction_constant\s*\(")
+# In the folder of a source compiled with its function constants read at load: it could
+# not be (it uses one where C++ wants a constant expression), so each set of values is
+# compiled in, in an entry of its own.
+VALUES_COMPILED_IN = "values-compiled-in.txt"
+
+
 def build(source: str, filename: str, *, include_dirs: list[str], defines: dict | None,
           function_constants: dict | None, kernel: str | None = None):
-    """Return (so_path, manifest dict, cache_hit)."""
+    """Return (so_path, manifest dict, cache_hit).
+
+    Metal compiles a library once and specializes its pipelines by the values of the
+    function constants; so does the emulator where C++ allows it. A source with function
+    constants is compiled once, the constants read when the object is loaded
+    (rewrite(..., at_load=True), mslemu_rt.h), and each set of values is a copy of the
+    object with its values beside it (cache.specialized). A source that uses a function
+    constant where C++ wants a constant expression (a template argument, `if constexpr`,
+    a static_assert...) cannot be: its values are compiled in, one object per set, as
+    Metal's compiler folds them."""
     cxx, ver = compiler()
     pre = preprocess(source, filename, include_dirs, defines)
-    fc_key = json.dumps({str(k): repr(v) for k, v in sorted((function_constants or {}).items(), key=lambda kv: str(kv[0]))})
     # files with many explicit kernel instantiations (MLX style) are compiled one kernel
     # at a time; small files are compiled whole and shared by all their kernels
     if len(re.findall(r"\btemplate\s*\[\[", pre)) <= 4:
         kernel = None
     flags = cxxflags(ver) + _coverage.kernel_flags(shim_include_dirs())  # its own cache key when instrumented
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
-    key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(flags)]).encode()).hexdigest()[:24]
-    d = cache_root() / key
-    entry = _cache.read_kernel_entry(d)  # verified, or None (a damaged entry is rebuilt, with a warning)
-    if not entry:
+
+    def entry(fc_key: str, at_load: bool):
+        key = hashlib.sha256("\0".join([pre, fc_key, def_key, str(kernel), cxx, ver, shim_hash(), " ".join(flags)]).encode()).hexdigest()[:24]
+        d = cache_root() / key
+        found = _cache.read_kernel_entry(d)  # verified, or None (a damaged entry is rebuilt, with a warning)
+        if found:
+            stats["cache_hits"] += 1
+            return (*found, True)
         # one process builds an entry; one that wants it meanwhile (the test suite runs on
         # every core) waits and reads the result instead of compiling it a second time
         with exclusive(d / ".build.lock"):
-            entry = _cache.read_kernel_entry(d)  # built by another process while this one waited
-            if not entry:
-                return _compile(d, pre, filename, function_constants, kernel, cxx, ver, flags)
-    stats["cache_hits"] += 1
-    return (*entry, True)
+            found = _cache.read_kernel_entry(d)  # built by another process while this one waited
+            if found:
+                stats["cache_hits"] += 1
+                return (*found, True)
+            if at_load and (d / VALUES_COMPILED_IN).is_file():
+                return None
+            try:
+                return _compile(d, pre, filename, None if at_load else function_constants, kernel, cxx, ver, flags,
+                                at_load=at_load)
+            except CompileError as exc:
+                if not at_load:
+                    raise
+                # (an error of the source itself is the compile's below, with its values)
+                _cache.atomic_write(d / VALUES_COMPILED_IN, str(exc).encode())
+                return None
+
+    if _DECLARES_FUNCTION_CONSTANT.search(pre):
+        built = entry("read at load", True)
+        if built is not None:
+            so, manifest, hit = built
+            return _specialize(so, manifest, dict(function_constants or {}), filename), _with_defined(
+                manifest, dict(function_constants or {})), hit
+    fc_key = json.dumps({str(k): repr(v) for k, v in sorted((function_constants or {}).items(), key=lambda kv: str(kv[0]))})
+    return entry(fc_key, False)
+
+
+def _specialize(so: Path, manifest: dict, values: dict, filename: str) -> Path:
+    """The object `so` (compiled with its function constants read at load) as specialized
+    by `values`: itself when they define none, else a copy with them beside it."""
+    lines = fc_lines([tuple(s) for s in manifest["fc_slots"]], values, filename)
+    return _cache.specialized(so, lines) if lines else so
+
+
+def _with_defined(manifest: dict, values: dict) -> dict:
+    """`manifest` with each function constant's definedness under `values`."""
+    declared = {name: [idx, name in values or idx in values] for name, (idx, _) in manifest["function_constants"].items()}
+    return dict(manifest, function_constants=declared)
 
 
 def _compile(d: Path, pre: str, filename: str, function_constants: dict | None, kernel: str | None,
-             cxx: str, ver: str, flags: list[str]):
-    rw = rewrite(pre, filename, function_constants, only=None if kernel is None else {kernel})
+             cxx: str, ver: str, flags: list[str], *, at_load: bool = False):
+    rw = rewrite(pre, filename, function_constants, only=None if kernel is None else {kernel}, at_load=at_load)
     manifest = {
         "kernels": {
             name: {
@@ -323,6 +376,8 @@ def _compile(d: Path, pre: str, filename: str, function_constants: dict | None, 
         "function_constants": {k: list(v) for k, v in rw.function_constants.items()},
         "all_kernels": rw.all_names,
     }
+    if at_load:
+        manifest["fc_slots"] = [list(s) for s in rw.at_load]
     d.mkdir(parents=True, exist_ok=True)
     src = d / "kernel.cpp"
     _cache.atomic_write(src, rw.text.encode())

@@ -116,6 +116,28 @@ def write_kernel_entry(d: Path, so_tmp: Path, manifest: dict) -> tuple[Path, dic
     return so, manifest
 
 
+def specialized(so: Path, fc_lines: list[str]) -> Path:
+    """The copy of the kernel object `so` that reads the function constants' values
+    `fc_lines` when it is loaded (``fc-<hash>.so`` beside it, with ``fc-<hash>.so.fc``):
+    made if it is not there yet. A process loads an object once (the loader knows it by
+    its file), so each set of values needs its own copy; the values file is written
+    first, so a copy is never there without its values."""
+    text = "".join(line + "\n" for line in fc_lines).encode()
+    copy = so.with_name(f"fc-{hashlib.sha256(text).hexdigest()[:16]}.so")
+    values = copy.with_name(copy.name + ".fc")
+    if copy.is_file() and values.is_file() and values.read_bytes() == text \
+            and copy.stat().st_size == so.stat().st_size:
+        return copy
+    atomic_write(values, text)
+    tmp = copy.with_name(f".{copy.name}.{os.getpid()}")
+    shutil.copyfile(so, tmp)
+    dsym = so.with_name(so.name + ".dSYM")  # (macOS: the debug info the symbolizer reads)
+    if dsym.is_dir():
+        shutil.copytree(dsym, copy.with_name(copy.name + ".dSYM"), dirs_exist_ok=True)
+    os.replace(tmp, copy)
+    return copy
+
+
 def read_file_entry(path: Path) -> Path | None:
     """`path` (e.g. the runtime object) if it exists and matches its ``.json`` description."""
     desc = path.with_suffix(".json")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -106,7 +107,24 @@ def load_kernel(path_or_source, name: str, *, defines=None, function_constants=N
     if name not in manifest["kernels"]:
         known = ", ".join(sorted(manifest.get("all_kernels") or manifest["kernels"])) or "none"
         raise CompileError(f"{filename}: no kernel named '{name}' (kernels found: {known})")
+    if "fc_slots" in manifest:
+        _check_function_constants(so, manifest["fc_slots"], filename)
     return Kernel(so, manifest["kernels"][name], name, filename, hit)
+
+
+def _check_function_constants(so: Path, slots: list, filename: str) -> None:
+    """Raise the CompileError of an object whose function constants could not take the
+    values it was loaded with (runtime.cpp's mslemu_fc_error), naming the constant."""
+    read = _lib(so).mslemu_fc_error
+    read.restype = ctypes.c_char_p
+    why = read()
+    if why:
+        why = why.decode(errors="replace")
+        m = re.match(r"function constant #(\d+): (.*)", why)
+        if m and int(m.group(1)) < len(slots):
+            name, idx, typ = slots[int(m.group(1))]
+            why = f"function constant '{name}' ({typ}, index {idx}): {m.group(2)}"
+        raise CompileError(f"{filename}: {why}")
 
 
 class Kernel:

@@ -88,6 +88,9 @@ class Rewritten:
     kernels: dict[str, KernelDecl] = field(default_factory=dict)
     function_constants: dict[str, tuple[int, bool]] = field(default_factory=dict)
     all_names: list[str] = field(default_factory=list)
+    # (name, index, type) of each function constant declaration, in order: read when the
+    # object is loaded (the values are not compiled in), and given by fc_lines
+    at_load: list[tuple[str, int, str]] | None = None
 
 
 def _blank(toks: list[Tok], a: int, b: int, repl: str = "") -> None:
@@ -1128,8 +1131,12 @@ _memo_lock = threading.Lock()  # (a build may compile kernels from several threa
 
 
 def rewrite(text: str, default_file: str, function_constants: dict | None = None,
-            only: Collection[str] | None = None) -> Rewritten:
+            only: Collection[str] | None = None, *, at_load: bool = False) -> Rewritten:
     """Rewrite preprocessed Metal source; `only` names the kernel instantiations to keep.
+
+    at_load: the function constants' values are not compiled in but read when the object is
+    loaded (`function_constants` is then ignored; :func:`fc_lines` writes the values of one
+    specialization), as Metal compiles a library once for every set of values.
 
     The rewriting of a source is kept (the last MEMO_SIZE) and reused for other values of
     its function constants: a test compiles one MLX kernel for several of them."""
@@ -1154,4 +1161,61 @@ def rewrite(text: str, default_file: str, function_constants: dict | None = None
             _memo[key] = (template, specs)
             while len(_memo) > MEMO_SIZE:
                 _memo.popitem(last=False)
+    if at_load:
+        return _read_at_load(template, specs)
     return _with_values(template, specs, dict(function_constants or {}))
+
+
+# A function constant's declaration as the passes leave it, its value a placeholder.
+_FC_DECL_RE = re.compile(r"static constexpr ([^;=]*?) ([A-Za-z_]\w*) = __mslemu_fc_value_(\d+)__;")
+
+
+def _read_at_load(template: Rewritten, specs: list[tuple[str, int, str]]) -> Rewritten:
+    """The rewritten source `template`, each function constant read when the object is
+    loaded: a namespace-scope constant initialized by mslemu::fc_value, so that everything
+    initialized from it (other namespace-scope constants, the parameters it switches on)
+    is initialized after it, with its value."""
+    def declare(m: re.Match) -> str:
+        typ = re.sub(r"^\s*const\s+|\s+const\s*$", "", m.group(1))
+        return f"static const {typ} {m.group(2)} = ::mslemu::fc_value<{typ}>({m.group(3)});"
+
+    text = _FC_DECL_RE.sub(declare, template.text)
+    text = _FC_RE.sub(lambda m: f"::mslemu::fc_defined({m.group(2)})" if m.group(1) == "defined"
+                      else m.group(0), text)
+    left = _FC_RE.search(text)
+    if left:  # every value placeholder is in a declaration the passes wrote
+        raise CompileError(f"internal error: function constant placeholder {left.group(0)} outside its declaration")
+    return Rewritten(text, template.kernels, {name: (idx, None) for name, idx, _ in specs}, template.all_names,
+                     list(specs))
+
+
+def fc_lines(specs: list[tuple[str, int, str]], values: dict, where: str) -> list[str]:
+    """The values of `values` (by name or index, as load_kernel takes them) for the function
+    constants `specs` of an object compiled with ``rewrite(..., at_load=True)``: the lines of
+    its ``.fc`` file (runtime.cpp reads them), "N kind value" for each defined constant, the
+    kind that of the C++ literal the value would be written as where it is compiled in
+    (_c_value): b(ool), i(nt), l(ong), u(nsigned long) or f (double)."""
+    lines = []
+    for n, (name, idx, typ) in enumerate(specs):
+        if name not in values and idx not in values:
+            continue
+        v = values.get(name, values.get(idx))
+        v = v.item() if hasattr(v, "item") else v
+        if isinstance(v, bool):
+            lines.append(f"{n} b {int(v)}")
+        elif isinstance(v, float):
+            lines.append(f"{n} f {v!r}")  # (repr: the exact double; strtod reads inf and nan too)
+        else:
+            try:
+                i = int(v)
+            except (TypeError, ValueError):
+                raise CompileError(f"{where}: function constant '{name}' ({typ}): {v!r} is not a number") from None
+            if -2**31 < i < 2**31:
+                lines.append(f"{n} i {i}")
+            elif -2**63 < i < 2**63:
+                lines.append(f"{n} l {i}")
+            elif 0 <= i < 2**64:
+                lines.append(f"{n} u {i}")
+            else:
+                raise CompileError(f"{where}: function constant '{name}' ({typ}): {i} does not fit in 64 bits")
+    return lines

@@ -62,6 +62,67 @@ static void coverage_dump() {}
 static void coverage_reset() {}
 #endif
 
+// ------------------------------------------------------------------ function constants
+// The values this object is specialized with (mslemu_rt.h): the file <this object>.fc that
+// kernel.py writes before it loads the copy, one "N kind value" line per defined constant
+// (kind: b, i, l, u or f). Read once, when the first function constant is initialized; an
+// object without one is the specialization in which no constant is defined.
+namespace {
+struct FcTable {
+  std::vector<FcRecord> rec;
+  std::string error;
+};
+FcTable& fc_table() {
+  static FcTable t = [] {
+    FcTable t;
+    Dl_info di;
+    if (!dladdr((void*)&fc_table, &di) || !di.dli_fname) return t;
+    std::string path = std::string(di.dli_fname) + ".fc";
+    FILE* f = fopen(path.c_str(), "r");
+    if (!f) return t;
+    char line[256];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+      ++lineno;
+      int n;
+      char kind;
+      char value[200];
+      if (sscanf(line, "%d %c %199s", &n, &kind, value) != 3 || n < 0 || n > 4096 || !strchr("biluf", kind)) {
+        if (t.error.empty()) t.error = path + ":" + std::to_string(lineno) + ": not a function constant's value";
+        continue;
+      }
+      if ((int)t.rec.size() <= n) t.rec.resize(n + 1, FcRecord{0, 0, 0, 0, 0});
+      FcRecord& r = t.rec[n];
+      r.defined = 1;
+      r.kind = kind;
+      if (kind == 'f') r.d = strtod(value, nullptr);
+      else if (kind == 'u') r.u = strtoul(value, nullptr, 10);
+      else r.l = strtol(value, nullptr, 10);
+    }
+    fclose(f);
+    return t;
+  }();
+  return t;
+}
+}  // namespace
+
+namespace mslemu {
+FcRecord fc_record(int n) {
+  FcTable& t = fc_table();
+  return n >= 0 && n < (int)t.rec.size() ? t.rec[n] : FcRecord{0, 0, 0, 0, 0};
+}
+void fc_fail(int n, const char* why) {
+  FcTable& t = fc_table();
+  if (t.error.empty()) t.error = "function constant #" + std::to_string(n) + ": " + why;
+}
+}  // namespace mslemu
+
+// Why this object could not take its function constants' values (kernel.py raises it), or null.
+extern "C" __attribute__((visibility("default"))) const char* mslemu_fc_error() {
+  FcTable& t = fc_table();
+  return t.error.empty() ? nullptr : t.error.c_str();
+}
+
 // ------------------------------------------------------------------ the interface with kernel.py
 // MslemuLaunch, MslemuResult and ParamInfo are described in mslemu_abi.h; this table says
 // where the compiler put their fields, so that abi.py can check its reading of the header.

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstddef>
+#include <type_traits>
 #include "mslemu_abi.h"
 
 namespace mslemu {
@@ -168,5 +169,47 @@ inline const void* here() {
 #endif
   return p;
 }
+
+// ------------------------------------------------------------------ function constants
+// Metal compiles a library once and specializes a pipeline by the values of its function
+// constants. The emulator does likewise: a source with function constants is compiled once,
+// its constants read from the specialization it is loaded as. kernel.py loads one copy of
+// the object per set of values, each with the values beside it (<object>.fc), so every
+// initializer that reads a function constant, at namespace scope too, runs with them: they
+// are read when the object is loaded, before any launch. (build.py compiles the values in
+// when a source uses a function constant where C++ wants a constant expression.)
+//
+// The value of function constant N as the value of a C++ literal of its kind cast to the
+// constant's type, as (T)(literal) is where the values are compiled in.
+struct FcRecord {
+  int defined;
+  char kind;  // b bool, i int, l long, u unsigned long, f double; 0 when not defined
+  long l;
+  unsigned long u;
+  double d;
+};
+FcRecord fc_record(int n);    // runtime.cpp: read from <object>.fc (all undefined without one)
+void fc_fail(int n, const char* why);  // recorded for kernel.py, which raises it after loading
+
+template <class T, class V> T fc_cast(int n, V v) {
+  if constexpr (std::is_constructible<T, V>::value) {
+    return T(v);
+  } else {
+    fc_fail(n, "its type cannot be made from a value of this kind");
+    return T{};
+  }
+}
+template <class T> T fc_value(int n) {
+  FcRecord r = fc_record(n);
+  switch (r.defined ? r.kind : 0) {
+    case 'b': return fc_cast<T>(n, r.l != 0);
+    case 'i': return fc_cast<T>(n, (int)r.l);
+    case 'l': return fc_cast<T>(n, r.l);
+    case 'u': return fc_cast<T>(n, r.u);
+    case 'f': return fc_cast<T>(n, r.d);
+    default: return T{};
+  }
+}
+inline bool fc_defined(int n) { return fc_record(n).defined != 0; }
 
 }  // namespace mslemu
