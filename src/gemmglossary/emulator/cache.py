@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -129,7 +130,7 @@ def specialized(so: Path, fc_lines: list[str]) -> Path:
             and copy.stat().st_size == so.stat().st_size:
         return copy
     atomic_write(values, text)
-    tmp = copy.with_name(f".{copy.name}.{os.getpid()}")
+    tmp = copy.with_name(f".{copy.name}.{os.getpid()}.{threading.get_ident()}")  # (a build may load from threads)
     shutil.copyfile(so, tmp)
     dsym = so.with_name(so.name + ".dSYM")  # (macOS: the debug info the symbolizer reads)
     if dsym.is_dir():
