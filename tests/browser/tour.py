@@ -5,7 +5,8 @@ Loading a page is most of what a browser check costs (a third to half a second e
 here, about half a minute for the whole site), so the crawl, the excerpt blocks, the
 figures in both schemes and a narrow window, the screenshots and the first annotation
 all share the visit: the four files that made their own visits took about two minutes
-together, the tour about eighty seconds. The tour only records (PageLook); tests/browser/test_browser_site.py
+together, the tour about seventy seconds (its tabs reused, the search index served
+empty: below). The tour only records (PageLook); tests/browser/test_browser_site.py
 judges the records with sitechecks' and figurechecks' functions, which the negative tests
 run on a site broken on purpose.
 
