@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -97,6 +98,28 @@ def _pytest(args, ws):
     env.update({workspace.ENV_VAR: str(ws), "GEMMGLOSSARY_BACKEND": "emulator"})
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                           cwd=paths.project_root(), env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_outcomes_recorded_at_once_are_all_kept(ws):
+    # `pytest exercises/` checks exercises side by side (xdist): each process adds its
+    # outcome to status.json while the others add theirs
+    ws.mkdir(parents=True)
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from gemmglossary.exercises import spec, workspace\n"
+        "ex = spec.find(sys.argv[1]); mine = Path(sys.argv[2])\n"
+        "mine.write_text(ex.skeleton.read_text())\n"
+        "for _ in range(40):\n"
+        "    assert workspace.record(ex, mine, False, 'emulator')\n"
+    )
+    names = [e.name for e in spec.all_exercises()][:3]
+    procs = [subprocess.Popen([sys.executable, "-c", code, name, str(ws / f"{name}.metal")], stderr=subprocess.PIPE,
+                              text=True) for name in names]
+    errors = [p.communicate()[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), errors
+    assert sorted(json.loads((ws / workspace.STATUS_FILE).read_text())) == sorted(names)
+    assert [p.name for p in ws.iterdir() if p.suffix == ".tmp"] == []
 
 
 def test_pytest_on_the_exercise_folder(ws):

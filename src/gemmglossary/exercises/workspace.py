@@ -14,10 +14,12 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
+from ..file_lock import exclusive
 from .spec import Exercise
 
 ENV_VAR = "GEMMGLOSSARY_EXERCISES_DIR"
@@ -85,16 +87,26 @@ def record(exercise: Exercise, path: Path, passed: bool, backend: str) -> bool:
     root = paths.project_root().resolve()
     if root in Path(path).resolve().parents:
         return False
-    data = _load()
-    data[exercise.name] = {
+    target = folder() / STATUS_FILE
+    outcome = {
         "file": str(Path(path).resolve()), "sha256": _digest(Path(path)), "passed": bool(passed),
         "backend": backend, "checked": datetime.datetime.now().isoformat(timespec="seconds"),
     }
-    target = folder() / STATUS_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(target)
+    # pytest may check several exercises at once (the test extra's xdist, -n): one process
+    # at a time reads, adds its outcome and writes, so none is lost, and each writes its own
+    # temporary file (a shared one was renamed away under the other's feet)
+    with exclusive(target.with_name(STATUS_FILE + ".lock")):
+        data = _load()
+        data[exercise.name] = outcome
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".status-", suffix=".tmp")
+        try:
+            os.fchmod(fd, 0o644)  # (mkstemp's file is the owner's alone)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return True
 
 
