@@ -19,6 +19,20 @@ pytestmark = pytest.mark.skipif(not (CXX and QEMU), reason="needs aarch64-linux-
 HERE = Path(__file__).parent
 
 
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory):
+    """The static aarch64 driver of a kernel file, built once per file and defines (the
+    in-process and the 2-worker runs share it: a cross compile takes a few seconds)."""
+    built: dict = {}
+
+    def get(src: Path, defines=None) -> Path:
+        key = (str(src), tuple(sorted((defines or {}).items())))
+        if key not in built:
+            built[key] = _binary(tmp_path_factory.mktemp("aarch64"), src, defines)
+        return built[key]
+    return get
+
+
 def _binary(tmp_path, src: Path, defines=None) -> Path:
     pre = build.preprocess(src.read_text(), str(src), [str(src.parent)], defines)
     (tmp_path / "kernel.cpp").write_text(rewrite(pre, str(src), None).text)
@@ -32,19 +46,19 @@ def _binary(tmp_path, src: Path, defines=None) -> Path:
 
 @pytest.mark.parametrize("iso", [False, True], ids=["in-process", "2-workers"])
 @pytest.mark.parametrize("name", ["matmul_tiled", "matmul_simd"])
-def test_first_party_kernel_on_aarch64(tmp_path, name, iso):
+def test_first_party_kernel_on_aarch64(binary, name, iso):
     src = Path(kernels_dir()) / f"{name}.metal"
     if not src.exists():
         pytest.skip(f"{src} is missing")
-    exe = _binary(tmp_path, src)
+    exe = binary(src)
     env = dict(os.environ, **({"ISO": "1"} if iso else {}))
     args = [QEMU, str(exe)] + (["simd"] if name == "matmul_simd" else [])
     r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_race_found_on_aarch64(tmp_path):
-    exe = _binary(tmp_path, HERE / "kernels" / "tiled.metal", {"BARRIER1": 0})
+def test_race_found_on_aarch64(binary):
+    exe = binary(HERE / "kernels" / "tiled.metal", {"BARRIER1": 0})
     r = subprocess.run([QEMU, str(exe)], capture_output=True, text=True, env=dict(os.environ, ISO="1"), timeout=300)
     assert r.returncode != 0 and "data race on threadgroup memory 'As[" in r.stdout, r.stdout + r.stderr
 
