@@ -18,6 +18,7 @@ import hashlib
 import importlib.metadata
 import os
 import shutil
+import threading
 import time
 import tomllib
 from dataclasses import dataclass
@@ -183,7 +184,9 @@ def _copy_pinned(pins: Pins, files) -> None:
                 f"{f.path} of mlx {pins.version}; the installed wheel differs from the pinned one; {FIX}"
             )
         f.vendored.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.vendored.with_name(f.vendored.name + ".tmp")
+        # a temporary file of this writer's own: the processes of a test run (and a site
+        # build beside them) may materialize the same file at once; every copy is the pinned bytes
+        tmp = f.vendored.with_name(f"{f.vendored.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, f.vendored)
 
