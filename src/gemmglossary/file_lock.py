@@ -1,10 +1,14 @@
-"""One process at a time: an advisory lock on a file, released by the system if its
-holder dies (the compile cache, the coverage report, the test run's shared site)."""
+"""Files that several processes share: an advisory lock for one process at a time,
+released by the system if its holder dies (the compile cache, the coverage report, the
+test run's shared site, the exercises' status), and a write that every reader sees whole
+or not at all."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
+import tempfile
 from pathlib import Path
 
 
@@ -19,3 +23,20 @@ def exclusive(lock: Path):
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file of this writer's own in the same
+    folder, renamed over `path`: a reader sees the old file or the new one, never part of
+    one, whoever else writes it at the same time. Readable by all (0644), as open() leaves
+    a file under the usual umask."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import os
 import shutil
-import threading
 import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .cli import run_command, subparser
+from .file_lock import atomic_write
 from .paths import kernels_dir, project_root, vendor_dir
 
 #: Where MLX keeps its Metal kernels, both in the wheel (under ``mlx/include``)
@@ -184,11 +183,9 @@ def _copy_pinned(pins: Pins, files) -> None:
                 f"{f.path} of mlx {pins.version}; the installed wheel differs from the pinned one; {FIX}"
             )
         f.vendored.parent.mkdir(parents=True, exist_ok=True)
-        # a temporary file of this writer's own: the processes of a test run (and a site
-        # build beside them) may materialize the same file at once; every copy is the pinned bytes
-        tmp = f.vendored.with_name(f"{f.vendored.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, f.vendored)
+        # (the processes of a test run, and a site build beside them, may materialize the
+        # same file at once: every copy is the pinned bytes)
+        atomic_write(f.vendored, data)
 
 
 def ensure(pins: Pins | None = None) -> Path:

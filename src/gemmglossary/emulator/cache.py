@@ -15,27 +15,16 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import threading
 import warnings
 from pathlib import Path
 
+from ..file_lock import atomic_write  # noqa: F401 - build.py writes through it as _cache.atomic_write
 from .errors import CacheWarning
 
 # files already verified by this process, by (path, inode, size, mtime): hashing once per
 # process is enough, a rewrite changes the inode or mtime
 _verified: set[tuple] = set()
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _identity(path: Path) -> tuple:

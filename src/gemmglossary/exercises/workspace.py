@@ -14,12 +14,11 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
-from ..file_lock import exclusive
+from ..file_lock import atomic_write, exclusive
 from .spec import Exercise
 
 ENV_VAR = "GEMMGLOSSARY_EXERCISES_DIR"
@@ -93,20 +92,12 @@ def record(exercise: Exercise, path: Path, passed: bool, backend: str) -> bool:
         "backend": backend, "checked": datetime.datetime.now().isoformat(timespec="seconds"),
     }
     # pytest may check several exercises at once (the test extra's xdist, -n): one process
-    # at a time reads, adds its outcome and writes, so none is lost, and each writes its own
-    # temporary file (a shared one was renamed away under the other's feet)
+    # at a time reads, adds its outcome and writes, so none is lost
+    target.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(target.with_name(STATUS_FILE + ".lock")):
         data = _load()
         data[exercise.name] = outcome
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".status-", suffix=".tmp")
-        try:
-            os.fchmod(fd, 0o644)  # (mkstemp's file is the owner's alone)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(target, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     return True
 
 
