@@ -127,6 +127,21 @@ def test_a_wait_gives_up_when_no_test_ends_for_a_while(root, tmp_path, reports):
     assert time.monotonic() - t0 < 5
 
 
+def test_a_wait_for_some_tests_ends_when_they_have_ended_with_their_outcomes(root, tmp_path, reports):
+    s = session.Session.start(tmp_path / "run", root, ENTRIES, TESTS)
+    first, second = TESTS[0], TESTS[1]
+    s.done(first, failed=False)
+    ended = threading.Timer(0.5, s.done, args=(second,), kwargs={"failed": True})
+    ended.start()
+    try:
+        assert s.wait_for([first, second], stall=10.0) == {first: False, second: True}
+    finally:
+        ended.cancel()
+    assert not reports  # the other tests have not ended: no report yet
+    with pytest.raises(collect.CoverageRunError, match="none of the 1 coverage tests still to run ended"):
+        s.wait_for([first, TESTS[2]], stall=1.0)
+
+
 def test_the_processes_of_a_session_must_have_collected_the_same_tests(root, tmp_path):
     session.Session.start(tmp_path / "run", root, ENTRIES, TESTS)
     session.Session.start(tmp_path / "run", root, ENTRIES, list(reversed(TESTS)))  # order does not matter
@@ -166,3 +181,47 @@ def test_a_coverage_run_started_from_a_session_is_not_part_of_it(root, tmp_path,
         collect.run(root, modules=())
     assert session.ENV not in seen and mode.ENV in seen
     assert Path(seen[mode.ENV]) != tmp_path / "run" / "data"
+
+
+def test_a_build_in_the_session_waits_for_its_snippet_runs_instead_of_executing_them(root, tmp_path, reports,
+                                                                                    monkeypatch):
+    """The site build starts with the session; the session's own test_snippet_runs tests
+    execute the snippets and keep their notebooks, so the build waits for those tests
+    rather than execute every snippet a second time (snippet_pages.MEASURED_RUNS)."""
+    from gemmglossary.docs_hooks import snippet_pages
+
+    runs = [f"{snippet_pages.MEASURED_RUNS}::test_snippet_runs[one]"]
+    (root / snippet_pages.MEASURED_RUNS).parent.mkdir(parents=True)
+    (root / snippet_pages.MEASURED_RUNS).write_text("")
+    (root / "snippets").mkdir()
+    snippet = root / "snippets" / "one.py"
+    snippet.write_text("print(1)\n")
+    notebook = tmp_path / "one.ipynb"
+    s = session.Session.start(tmp_path / "run", root, (*ENTRIES, snippet_pages.MEASURED_RUNS), TESTS + runs)
+    executed = []
+
+    def execute(snippet, path, project=None):
+        executed.append((time.monotonic(), path.is_file()))
+        return not path.is_file()
+    monkeypatch.setattr(snippet_pages, "ensure_executed", execute)
+
+    def run_the_snippet_test():
+        notebook.write_text("{}")
+        s.done(runs[0], failed=False)
+    started = time.monotonic()
+    ended = threading.Timer(1.0, run_the_snippet_test)
+    ended.start()
+    try:
+        assert snippet_pages.ensure_all_executed([(snippet, notebook)], root, jobs=1) == []
+    finally:
+        ended.cancel()
+    (when, found), = executed
+    assert when - started >= 0.9 and found, "the build looked before the session's snippet test ended"
+
+    # the other MODULES tests have not ended: the snippets' own tests are all it waits for,
+    # and a snippet outside the project's snippets/ (a tiny site of a test) waits for nothing
+    executed.clear()
+    other = tmp_path / "elsewhere" / "two.py"
+    assert snippet_pages.ensure_all_executed([(other, tmp_path / "two.ipynb")], root, jobs=1) == [other]
+    (_, found), = executed
+    assert not found

@@ -1,35 +1,43 @@
-"""Run a snippet as a script and record the files it reads: ``python record_inputs.py SNIPPET OUT``.
+"""Record the files a snippet reads, from inside the notebook kernel that executes it.
 
-Not a test module: tests/snippets/test_snippets.py runs it to check the inputs the docs
-hook derives for a snippet (gemmglossary.docs_hooks.snippet_inputs) against what the
-snippet really opens, hands to a subprocess (the compiler) and imports.
+Not a test module: test_snippet_runs.py has the kernel run this file before the snippet's
+first cell (IPython's ``exec_files``), with ``GEMMGLOSSARY_RECORD_INPUTS`` naming the JSON
+file to write when the kernel exits: the files the snippet opened, the files it handed to
+a subprocess (the compiler), and the package's modules it imported. That is checked
+against the inputs the docs hook derives for the snippet
+(gemmglossary.docs_hooks.snippet_inputs).
+
+It runs in the snippet's own namespace, so it leaves no name there: everything it needs
+is imported and defined inside the one function it deletes after calling (a snippet that
+forgot an import must fail here as it fails for a reader).
 """
 
-from __future__ import annotations
 
-import json
-import os
-import runpy
-import sys
+def _record_inputs() -> None:
+    import atexit
+    import json
+    import os
+    import sys
 
-snippet, out = sys.argv[1], sys.argv[2]
-opened: set[str] = set()
-launched: set[str] = set()
+    out = os.environ["GEMMGLOSSARY_RECORD_INPUTS"]
+    opened: set[str] = set()
+    launched: set[str] = set()
+
+    def record(event: str, args) -> None:
+        if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+            opened.add(os.path.abspath(os.fsdecode(args[0])))
+        elif event == "subprocess.Popen":
+            launched.update(os.path.abspath(str(a)) for a in (args[1] or ()) if os.path.exists(str(a)))
+
+    def write() -> None:
+        modules = sorted(os.path.abspath(m.__file__) for name, m in list(sys.modules.items())
+                         if name.split(".")[0] == "gemmglossary" and getattr(m, "__file__", None))
+        with open(out, "w") as f:
+            json.dump({"opened": sorted(opened), "launched": sorted(launched), "modules": modules}, f)
+
+    sys.addaudithook(record)
+    atexit.register(write)
 
 
-def record(event: str, args) -> None:
-    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
-        opened.add(os.path.abspath(os.fsdecode(args[0])))
-    elif event == "subprocess.Popen":
-        launched.update(os.path.abspath(str(a)) for a in (args[1] or ()) if os.path.exists(str(a)))
-
-
-sys.addaudithook(record)
-sys.argv = [snippet]
-try:
-    runpy.run_path(snippet, run_name="__main__")
-finally:
-    modules = sorted(os.path.abspath(m.__file__) for name, m in list(sys.modules.items())
-                     if name.split(".")[0] == "gemmglossary" and getattr(m, "__file__", None))
-    with open(out, "w") as f:
-        json.dump({"opened": sorted(opened), "launched": sorted(launched), "modules": modules}, f)
+_record_inputs()
+del _record_inputs

@@ -17,10 +17,9 @@ def script_env(**extra) -> dict[str, str]:
     return env
 
 
-def run_script(path: Path, *, record: Path | None = None, **env) -> subprocess.CompletedProcess:
-    """Run a snippet as a reader does; with ``record``, through record_inputs.py."""
-    argv = [str(path)] if record is None else [str(Path(__file__).with_name("record_inputs.py")), str(path), str(record)]
+def run_script(path: Path, **env) -> subprocess.CompletedProcess:
+    """Run a snippet as a reader does."""
     return subprocess.run(
-        [sys.executable, *argv], cwd=ROOT, env=script_env(**env),
+        [sys.executable, str(path)], cwd=ROOT, env=script_env(**env),
         capture_output=True, text=True, timeout=900,
     )

@@ -1,7 +1,8 @@
 """The runnable snippets (snippets/*.py) and the mkdocs plumbing that renders them.
 
-- (every snippet runs to completion as a script, the way a reader runs it:
-  test_snippet_runs.py);
+- (every snippet runs to completion as the site executes it, as a notebook:
+  test_snippet_runs.py); it runs as a script too, the way a reader runs it (no IPython
+  syntax, and the one path that differs, a figure's, run as a script);
 - every snippet has the shape the site relies on (a markdown H1 first, the command);
 - a snippet that raises fails a script run and an mkdocs build with the site's own
   mkdocs-jupyter configuration (allow_errors off);
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import ast
 import html
 import posixpath
 import re
@@ -55,6 +57,16 @@ def test_snippet_shape(path: Path):
     text = path.read_text(encoding="utf-8")
     assert "Break it" in text, "every snippet has a 'Break it' cell"
     assert "assert_allclose" in text, "every snippet checks its kernel against numpy"
+    # It runs as a script as it runs as a notebook (test_snippet_runs.py runs the notebook):
+    # no IPython syntax (jupytext keeps a magic as a comment in the script), and no name
+    # that exists in only one of the two.
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            ipython = [line for line in cell.source.splitlines() if line.lstrip().startswith(("%", "!"))]
+            assert not ipython, f"IPython syntax, which a script run skips: {ipython}"
+    names = {node.id for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name)}
+    only_one = sorted(names & {"__file__", "get_ipython", "display", "In", "Out"})
+    assert not only_one, f"names that a script run and a notebook run do not both have: {only_one}"
 
 
 BROKEN = '''\
@@ -68,6 +80,16 @@ print("before the error")
 # %%
 raise RuntimeError("this snippet is broken on purpose")
 '''
+
+
+def test_snippet_with_a_figure_runs_as_a_script(tmp_path: Path):
+    """The one path a script run takes that a notebook run does not: show_figure prints the
+    figure's alt text instead of displaying it."""
+    root = _tiny_site(tmp_path / "site-src", {"good.py": GOOD})
+    proc = run_script(root / "snippets" / "good.py", GEMMGLOSSARY_ROOT=str(root))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "KERNEL // version 1" in proc.stdout
+    assert "[figure] A falling line, drawn to check alt text" in proc.stdout
 
 
 def test_broken_snippet_fails_as_a_script(tmp_path: Path):

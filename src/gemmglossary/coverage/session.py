@@ -44,6 +44,19 @@ class SessionError(RuntimeError):
     pass
 
 
+class _Stall:
+    """A wait's clock: true once the progress it is given has not changed for `seconds`."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.progress, self.since = seconds, None, time.monotonic()
+
+    def __call__(self, progress: int) -> bool:
+        now = time.monotonic()
+        if progress != self.progress:
+            self.progress, self.since = progress, now
+        return now - self.since > self.seconds
+
+
 def entry_of(nodeid: str, entries) -> str | None:
     """The MODULES entry (a test file, or ``file::test``) that runs the test `nodeid`."""
     for entry in entries:
@@ -223,11 +236,30 @@ class Session:
             tmp.write_text(json.dumps(result))
             os.replace(tmp, self._result)
 
+    def _stall_error(self, stall: float, left: int):
+        from . import collect
+
+        return collect.CoverageRunError(
+            f"waited {stall:g} s for the test session's coverage tests, and none of the {left} "
+            f"coverage tests still to run ended meanwhile (a test process died, or the session "
+            f"was stopped early); session folder: {self.folder}")
+
+    def wait_for(self, nodeids, stall: float = STALL) -> dict[str, bool]:
+        """Wait until the MODULES tests `nodeids` have ended; whether each failed."""
+        wanted, stalled = set(nodeids), _Stall(stall)
+        while True:
+            recorded = self._recorded() if self._done_dir.is_dir() else {}
+            if wanted <= set(recorded):
+                return {t: recorded[t] for t in wanted}
+            if stalled(len(recorded)):
+                raise self._stall_error(stall, len(wanted - set(recorded)))
+            time.sleep(POLL)
+
     def wait(self, stall: float = STALL) -> dict:
         """The session's report, once its last MODULES test has ended."""
         from . import collect
 
-        last, since = -1, time.monotonic()
+        stalled = _Stall(stall)
         while True:
             if self._result.is_file():
                 result = json.loads(self._result.read_text())
@@ -245,13 +277,6 @@ class Session:
                     f"{len(failed)} of the tests that execute them failed, so there is no report: "
                     + ", ".join(failed[:10]) + (" ..." if len(failed) > 10 else ""))
             n = len(list(self._done_dir.glob("*.json"))) if self._done_dir.is_dir() else 0
-            now = time.monotonic()
-            if n != last:
-                last, since = n, now
-            elif now - since > stall:
-                left = len(self.meta["tests"]) - n
-                raise collect.CoverageRunError(
-                    f"waited {stall:g} s for the test session's coverage report, and none of the {left} "
-                    f"coverage tests still to run ended meanwhile (a test process died, or the session "
-                    f"was stopped early); session folder: {self.folder}")
+            if stalled(n):
+                raise self._stall_error(stall, len(self.meta["tests"]) - n)
             time.sleep(POLL)

@@ -3,7 +3,8 @@
 A snippet (``snippets/<name>.py``, jupytext percent format) is read with jupytext and
 executed with nbclient: the ``python3`` kernelspec of this interpreter, over IPC, with
 errors not allowed (a cell that raises fails the build, naming the snippet, with the
-traceback). The executed notebook is kept in
+traceback), and a cell's printed text kept as one output per stream (as it was printed,
+not as the kernel happened to flush it). The executed notebook is kept in
 ``.cache/snippets/<name>/<key>.ipynb``, where ``key`` is :func:`.snippets.cache_key`, a
 hash of the snippet and of every kernel and module it uses: editing a kernel re-executes
 only the snippets that read it, going back to a recent state is a cache hit, and a
@@ -48,6 +49,8 @@ from ..paths import project_root
 
 log = logging.getLogger("mkdocs.hooks.snippets")
 
+#: The snippets' folder, at the project root (readers run ``python snippets/<name>.py``).
+SNIPPETS_DIR = "snippets"
 CACHE_DIR = Path(".cache") / "snippets"
 #: Cache entries are named by the first characters of the key.
 KEY_LENGTH = 16
@@ -121,10 +124,12 @@ def notebook_path(snippet: Path, key: str, root: Path | None = None) -> Path:
     return root / CACHE_DIR / snippet.stem / f"{key[:KEY_LENGTH]}.ipynb"
 
 
-def execute(snippet: Path, root: Path | None = None):
+def execute(snippet: Path, root: Path | None = None, *, startup: Path | None = None):
     """Run one snippet as a notebook and return it executed; SnippetError if a cell raises.
 
-    The kernel sees ``root`` as the project root (``GEMMGLOSSARY_ROOT``)."""
+    The kernel sees ``root`` as the project root (``GEMMGLOSSARY_ROOT``). ``startup``: a
+    Python file the kernel runs before the first cell (IPython's ``exec_files``, in the
+    snippet's namespace; it counts as no cell): the tests' recorder of what a snippet reads."""
     import jupytext
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -134,8 +139,10 @@ def execute(snippet: Path, root: Path | None = None):
     nb = jupytext.read(snippet)
     # The client starts (and shuts down) its own kernel, over IPC.
     config = Config({"KernelManager": {"transport": "ipc", "ip": kernel_ipc_prefix(_thread_number())}})
+    extra = [f"--IPKernelApp.exec_files={[str(startup)]!r}"] if startup is not None else []
     client = NotebookClient(nb, config=config, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT,
-                            allow_errors=False, resources={"metadata": {"path": str(snippet.parent)}})
+                            allow_errors=False, resources={"metadata": {"path": str(snippet.parent)}},
+                            extra_arguments=extra, coalesce_streams=True)
     env = {**os.environ, "GEMMGLOSSARY_ROOT": str(project_root() if root is None else root)}
     try:
         client.execute(env=env)
@@ -157,8 +164,6 @@ def _readable(path: Path) -> bool:
 def ensure_executed(snippet: Path, path: Path, root: Path | None = None) -> bool:
     """Make ``path`` hold the executed notebook of ``snippet`` (of the project at ``root``);
     return whether it ran now."""
-    import nbformat
-
     if path.is_file():
         if _readable(path):
             os.utime(path)  # most recently used: pruned last
@@ -166,10 +171,42 @@ def ensure_executed(snippet: Path, path: Path, root: Path | None = None) -> bool
         # Not a warning: nothing for the writer to fix, and --strict would fail the build.
         log.info("executed snippet %s cannot be read: deleted, the snippet is executed again", path)
         path.unlink()
-    nb = execute(snippet, root)
+    keep(path, execute(snippet, root))
+    return True
+
+
+def keep(path: Path, nb) -> None:
+    """Keep an executed notebook at ``path`` (:func:`notebook_path`), where the builds look
+    for it: written whole or not at all."""
+    import nbformat
+
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, nbformat.writes(nb))
-    return True
+
+
+#: The test file that, in a test session measuring the quoted kernels' coverage
+#: (:mod:`gemmglossary.coverage.session`), executes every snippet as a notebook, instrumented,
+#: and keeps each notebook where the builds look for it (:func:`keep`).
+MEASURED_RUNS = "tests/snippets/test_snippet_runs.py"
+
+
+def _await_measured_runs(snippets: list[Path], root: Path) -> None:
+    """In a test session that measures coverage, a build of the session's project waits
+    for the session's own runs of its snippets instead of executing each a second time (the
+    site build starts with the session, while those tests run). Returns at once anywhere
+    else; a snippet whose test failed is then executed by the build, which reports it."""
+    from ..coverage import session
+
+    measuring = session.Session.active()
+    if measuring is None or Path(measuring.meta["root"]).resolve() != root.resolve():
+        return
+    folder = (root / SNIPPETS_DIR).resolve()
+    if not any(s.resolve().parent == folder for s in snippets):
+        return
+    tests = [t for t in measuring.meta["tests"] if t.startswith(MEASURED_RUNS + "::")]
+    if tests:
+        log.info("waiting for the test session's runs of the snippets (%s)", MEASURED_RUNS)
+        measuring.wait_for(tests)
 
 
 def ensure_all_executed(pairs, root: Path | None = None, jobs: int | None = None) -> list[Path]:
@@ -178,6 +215,9 @@ def ensure_all_executed(pairs, root: Path | None = None, jobs: int | None = None
     compiling and running kernels). Returns the snippets executed now, in the order given.
     Every pair is tried; then the first failure, in that order, is raised."""
     pairs = list(pairs)
+    missing = [snippet for snippet, notebook in pairs if not notebook.is_file()]
+    if missing:
+        _await_measured_runs(missing, project_root() if root is None else root)
     jobs = max(1, min(len(pairs), jobs or os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="snippet") as pool:
         futures = [pool.submit(ensure_executed, snippet, notebook, root) for snippet, notebook in pairs]

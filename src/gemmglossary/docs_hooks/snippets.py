@@ -41,13 +41,12 @@ from mkdocs.structure.files import File, Files
 
 from ..paths import project_root
 from .snippet_inputs import snippet_inputs
-from .snippet_pages import (KEEP, KEY_LENGTH, SnippetError, ensure_all_executed,  # noqa: F401
+from .snippet_pages import (KEEP, KEY_LENGTH, SNIPPETS_DIR, SnippetError, ensure_all_executed,  # noqa: F401
                             notebook_path, prune)
 
 log = logging.getLogger("mkdocs.hooks.snippets")
 
 PLUGIN_NAME = "mkdocs-jupyter"
-SNIPPETS_DIR = "snippets"
 #: mkdocs-jupyter's cache of rendered pages (keyed by the executed notebook's bytes).
 RENDERED_CACHE = Path(".cache") / "mkdocs-jupyter"
 
