@@ -83,13 +83,19 @@ def _fingerprint() -> tuple:
     return tuple(out)
 
 
-def note_for(page: str, file: str, start: int, end: int) -> str:
-    """The note of one excerpt of this build (its SiteCoverage made once per state of the sources)."""
+def current() -> SiteCoverage:
+    """The SiteCoverage of the sources as they are now, made once per state of them.
+    (Telling that state walks every input file: a page asks once, for all its excerpts.)"""
     key = _fingerprint()
     if key not in _memo:
         _memo.clear()
         _memo[key] = SiteCoverage.for_build()
-    return _memo[key].note(page, file, start, end, "../" * page.count("/"))
+    return _memo[key]
+
+
+def note_for(page: str, file: str, start: int, end: int, coverage: SiteCoverage | None = None) -> str:
+    """The note of one excerpt of this build (`coverage`: :func:`current`'s, by default)."""
+    return (coverage or current()).note(page, file, start, end, "../" * page.count("/"))
 
 
 _NOTE = re.compile(r'<a\b[^>]*\bclass="excerpt-coverage"[^>]*>')

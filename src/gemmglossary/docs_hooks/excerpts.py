@@ -32,6 +32,7 @@ any engine.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from dataclasses import replace
 
@@ -69,8 +70,9 @@ def failure(title: str, problems: list) -> ExcerptError:
     return ExcerptError(f"{title}:\n{listed}")
 
 
-def source_link_for(block: Block, page_src_uri: str) -> str:
-    """The Markdown source link of one block on one page."""
+def source_link_for(block: Block, page_src_uri: str, coverage=_coverage.current) -> str:
+    """The Markdown source link of one block on one page (`coverage`: what gives the
+    build's SiteCoverage)."""
     if block.file.startswith(MLX_PREFIX):
         pins = vendor.load_pins()
         rel = block.file[len(MLX_PREFIX):]
@@ -80,7 +82,7 @@ def source_link_for(block: Block, page_src_uri: str) -> str:
         url = posixpath.relpath(block.file, posixpath.dirname(page_src_uri) or ".")
         text = link_text(block.file, block.start, block.end)
     try:
-        note = _coverage.note_for(page_src_uri, block.file, block.start, block.end)
+        note = _coverage.note_for(page_src_uri, block.file, block.start, block.end, coverage())
     except _coverage.COVERAGE_ERRORS as exc:  # a failed coverage run, a stale exemption
         raise ExcerptError(f"line coverage of the excerpts: {exc}") from None
     return source_link(text, url) + note
@@ -130,7 +132,8 @@ def expand_page(text: str, page: PageRef | None) -> str:
         raise failure(f"{len(problems)} kernel excerpt problem(s) on docs/{page.src_uri} "
                       "(see src/gemmglossary/excerpts/; `gemmglossary excerpts check` lists them all)",
                       problems)
-    return expand(text, lambda f: files.lines(f)[0], lambda b: source_link_for(b, page.src_uri),
+    coverage = functools.cache(_coverage.current)  # asked once per page, if an excerpt needs it
+    return expand(text, lambda f: files.lines(f)[0], lambda b: source_link_for(b, page.src_uri, coverage),
                   notes_for)
 
 
