@@ -28,12 +28,17 @@ def exclusive(lock: Path):
 def atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` through a temporary file of this writer's own in the same
     folder, renamed over `path`: a reader sees the old file or the new one, never part of
-    one, whoever else writes it at the same time. Readable by all (0644), as open() leaves
-    a file under the usual umask."""
+    one, whoever else writes it at the same time. A file that was there keeps its
+    permissions; a new one is readable by all (0644), as open() leaves a file under the
+    usual umask."""
     path = Path(path)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
-        os.fchmod(fd, 0o644)
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)

@@ -19,14 +19,13 @@ newline, atomically.
 from __future__ import annotations
 
 import contextlib
-import fcntl  # POSIX: the tooling runs on Linux and macOS (README)
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import file_lock
+from ..file_lock import atomic_write
 from ..paths import project_root
 
 VERSION = 1
@@ -119,20 +118,8 @@ def dumps(entries: list[Entry]) -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """:func:`gemmglossary.file_lock.atomic_write` of `text` as UTF-8, its newlines as given."""
+    atomic_write(path, text.encode("utf-8"))
 
 
 def write_lock(path: Path, entries: list[Entry]) -> bool:
@@ -149,12 +136,6 @@ def write_lock(path: Path, entries: list[Entry]) -> bool:
 
 @contextlib.contextmanager
 def exclusive(root: Path):
-    """Serialize concurrent ``excerpts update`` runs on one checkout (POSIX advisory lock)."""
-    folder = root / ".cache"
-    folder.mkdir(exist_ok=True)
-    with open(folder / "excerpts-update.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    """Serialize concurrent ``excerpts update`` runs on one checkout."""
+    with file_lock.exclusive(root / ".cache" / "excerpts-update.lock"):
+        yield
