@@ -225,3 +225,9 @@ def test_a_build_in_the_session_waits_for_its_snippet_runs_instead_of_executing_
     assert snippet_pages.ensure_all_executed([(other, tmp_path / "two.ipynb")], root, jobs=1) == [other]
     (_, found), = executed
     assert not found
+
+    # a snippet test that never ends (its process died): the build fails, saying so
+    monkeypatch.setattr(session, "STALL", 1.0)
+    s = session.Session.start(tmp_path / "run2", root, (*ENTRIES, snippet_pages.MEASURED_RUNS), TESTS + runs)
+    with pytest.raises(snippet_pages.SnippetError, match=r"left to tests/snippets/test_snippet_runs\.py .*none of the 1"):
+        snippet_pages.ensure_all_executed([(snippet, tmp_path / "three.ipynb")], root, jobs=1)

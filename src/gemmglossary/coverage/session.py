@@ -244,8 +244,10 @@ class Session:
             f"coverage tests still to run ended meanwhile (a test process died, or the session "
             f"was stopped early); session folder: {self.folder}")
 
-    def wait_for(self, nodeids, stall: float = STALL) -> dict[str, bool]:
-        """Wait until the MODULES tests `nodeids` have ended; whether each failed."""
+    def wait_for(self, nodeids, stall: float | None = None) -> dict[str, bool]:
+        """Wait until the MODULES tests `nodeids` have ended; whether each failed.
+        `stall`: :data:`STALL` by default."""
+        stall = STALL if stall is None else stall
         wanted, stalled = set(nodeids), _Stall(stall)
         while True:
             recorded = self._recorded() if self._done_dir.is_dir() else {}

@@ -195,7 +195,7 @@ def _await_measured_runs(snippets: list[Path], root: Path) -> None:
     for the session's own runs of its snippets instead of executing each a second time (the
     site build starts with the session, while those tests run). Returns at once anywhere
     else; a snippet whose test failed is then executed by the build, which reports it."""
-    from ..coverage import session
+    from ..coverage import collect, session
 
     measuring = session.Session.active()
     if measuring is None or Path(measuring.meta["root"]).resolve() != root.resolve():
@@ -206,7 +206,10 @@ def _await_measured_runs(snippets: list[Path], root: Path) -> None:
     tests = [t for t in measuring.meta["tests"] if t.startswith(MEASURED_RUNS + "::")]
     if tests:
         log.info("waiting for the test session's runs of the snippets (%s)", MEASURED_RUNS)
-        measuring.wait_for(tests)
+        try:
+            measuring.wait_for(tests)
+        except collect.CoverageRunError as exc:  # the session stopped: say so, as a build error
+            raise SnippetError(f"the snippets were left to {MEASURED_RUNS} of this test session: {exc}") from None
 
 
 def ensure_all_executed(pairs, root: Path | None = None, jobs: int | None = None) -> list[Path]:
