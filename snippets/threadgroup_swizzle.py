@@ -21,8 +21,6 @@
 # MLX's `matmul.cpp` does).
 
 # %%
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +30,7 @@ from matplotlib.patches import Rectangle
 from gemmglossary import emulator
 from gemmglossary.mlx import matmul, steel
 from gemmglossary.paths import vendor_dir
-from gemmglossary.snippets import replace_once, show_figure
+from gemmglossary.snippets import patched_include_dir, replace_once, show_figure
 
 assert steel.source_path().name == "steel_gemm.metal"  # the instantiations of MLX's steel GEMM in kernels/
 
@@ -164,22 +162,17 @@ for s, owner in maps.items():
 # The swizzle keeps the low `swizzle_log` bits of `tid.x` with the mask `(1 << swizzle_log) - 1`.
 # Drop the `- 1` and, for `swizzle_log = 1`, the mask keeps bit 1 of `tid.x` instead of bit 0:
 # the two threadgroups of a pair land in the same tile row, so some tiles are computed twice and
-# others never. The edit is made to a copy of MLX's header in a temporary folder that comes
-# first on the include path. The emulator reports nothing (no access is out of bounds, and
-# threadgroups share no threadgroup memory to race on); the numpy check has to catch it.
+# others never. The edit is made to a copy of MLX's header in a folder of its own that comes
+# first on the include path (`patched_include_dir`). The emulator reports nothing (no access
+# is out of bounds, and threadgroups share no threadgroup memory to race on); the numpy check
+# has to catch it.
 
 # %%
 header = Path("mlx/backend/metal/kernels/steel/gemm/kernels/steel_gemm_fused.h")
 text = (vendor_dir() / header).read_text()
 broken = replace_once(text, "((tid.x) & ((1 << params->swizzle_log) - 1))", "((tid.x) & (1 << params->swizzle_log))")
-tmp = Path(tempfile.mkdtemp())
-try:
-    (tmp / header).parent.mkdir(parents=True)
-    (tmp / header).write_text(broken)
-    launch = steel.plan_fused(a, b, config=CONFIG, swizzle_log=1)
-    kernel = load(launch, include_dirs=[str(tmp), *steel.include_dirs()])
-finally:
-    shutil.rmtree(tmp, ignore_errors=True)
+launch = steel.plan_fused(a, b, config=CONFIG, swizzle_log=1)
+kernel = load(launch, include_dirs=[str(patched_include_dir(header, broken)), *steel.include_dirs()])
 launch.out[...] = np.nan
 kernel(launch.buffers, threadgroups=launch.threadgroups, threads_per_threadgroup=launch.threads_per_threadgroup)
 try:

@@ -3,6 +3,8 @@
 - :func:`kernel_source` reads a first-party kernel (``kernels/<name>``).
 - :func:`replace_once` edits kernel text for a "break it" variant and fails loudly
   when the text it expects is gone, so a broken variant always follows the real kernel.
+- :func:`patched_include_dir` holds an edited copy of a header (of MLX's, say) in a
+  folder to put first on the include path.
 - :func:`diagnostic` formats an emulator exception or warning for print: the type, the
   message with paths shown relative to the repository, and an edited variant named after
   the kernel file it was made from.
@@ -17,6 +19,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import os
@@ -25,7 +28,8 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .paths import kernels_dir, project_root
+from .file_lock import atomic_write
+from .paths import cache_dir, kernels_dir, project_root
 
 
 def kernel_path(name: str) -> Path:
@@ -45,6 +49,26 @@ def replace_once(text: str, old: str, new: str, count: int = 1) -> str:
             "the kernel changed, update the snippet's broken variant"
         )
     return text.replace(old, new)
+
+
+def patched_include_dir(header: str | Path, text: str) -> Path:
+    """A folder to put first on the include path, in which ``header`` (a path relative to
+    an include directory) has the content ``text``: an edited copy of a header.
+
+    The folder is named by the header and the content, in the per-user cache, and the
+    copy is left there: run again, the snippet finds its compiled kernel in the emulator's
+    cache (a new temporary folder on each run makes the same kernel a new source, which
+    is compiled again)."""
+    header = Path(header)
+    if header.is_absolute() or ".." in header.parts:
+        raise ValueError(f"{header}: the header's path inside an include directory, not {header}")
+    digest = hashlib.sha256(f"{header.as_posix()}\0{text}".encode()).hexdigest()[:16]
+    folder = cache_dir() / "patched-headers" / digest
+    target = folder / header
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, text.encode("utf-8"))
+    return folder
 
 
 def diagnostic(err, edited: str | None = None) -> str:

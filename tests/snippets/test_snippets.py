@@ -434,3 +434,22 @@ def test_notebook_code_cells_get_a_code_element_for_the_copy_button():
     html = with_copyable_cells(cell + output)
     assert '<div class="highlight-ipynb hl-python"><pre><code><span></span>' in html
     assert html.count("<code>") == 1, "output cells are not code: no copy button there"
+
+
+def test_an_edited_header_keeps_its_folder_from_run_to_run(tmp_path, monkeypatch):
+    """The same edit gives the same include folder (so a second run of the snippet finds
+    its kernel compiled), another edit another folder; the header path stays relative."""
+    from gemmglossary.snippets import patched_include_dir
+
+    monkeypatch.setenv("GEMMGLOSSARY_CACHE_DIR", str(tmp_path))
+    header = "mlx/backend/metal/kernels/x.h"
+    first = patched_include_dir(header, "// broken\n")
+    assert (first / header).read_text() == "// broken\n" and first.is_relative_to(tmp_path)
+    assert patched_include_dir(header, "// broken\n") == first
+    other = patched_include_dir(header, "// broken otherwise\n")
+    assert other != first and (first / header).read_text() == "// broken\n"
+    (first / header).write_text("// changed by hand\n")  # a copy someone edited is written again
+    assert (patched_include_dir(header, "// broken\n") / header).read_text() == "// broken\n"
+    for bad in ("/abs/x.h", "../x.h"):
+        with pytest.raises(ValueError, match="inside an include directory"):
+            patched_include_dir(bad, "")
