@@ -22,6 +22,11 @@ Both engines show the same executed notebook:
   :func:`gemmglossary.snippets.show_figure`, with their alt text) as the HTML the snippet
   displayed.
 
+A test run executes each snippet once too. Its ``tests/snippets/test_snippet_runs.py``
+(:data:`MEASURED_RUNS`) executes every snippet with :func:`execute`, instrumented when
+the session measures the kernels' coverage, and keeps the notebook (:func:`keep`); a
+build inside that session waits for those tests instead of executing the snippets again.
+
 Kernels run over IPC (local sockets) rather than TCP, on which ipykernel prints "Kernel
 is running over TCP without encryption" once per snippet: nothing a reader of the build
 log needs, and every other warning still shows. The socket prefix is absolute, in
