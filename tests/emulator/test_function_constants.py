@@ -153,3 +153,12 @@ kernel void k(device int* y [[buffer(0)]], uint i [[thread_position_in_grid]]) {
     y = np.ones(2, np.int32)
     load_kernel(src, "k")(y, threads=2, threads_per_threadgroup=2)  # not given: Pair{}
     assert y.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("value, why", [("three", r"'three' is not a number"), (2**64, r"does not fit in 64 bits")])
+def test_a_value_that_is_no_function_constant_value_is_a_compile_error_naming_it(value, why):
+    """The same check where the values are read at load and where they are compiled in."""
+    with pytest.raises(CompileError, match=rf"<source>: function constant 'scale' \(int\): .*{why}"):
+        load_kernel(SRC, "fc", function_constants={"scale": value})
+    with pytest.raises(CompileError, match=rf"<source>: function constant 'lanes' \(int\): .*{why}"):
+        load_kernel(IN_CONSTANT_EXPRESSIONS, "k", function_constants={"lanes": value})

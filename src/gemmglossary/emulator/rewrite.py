@@ -164,14 +164,31 @@ def _angle_text(toks: list[Tok], lt: int, gt: int) -> str:
     return inner + " >" if toks[gt].text == ">>" else inner
 
 
-def _c_value(v, typ: str) -> str:
+def _fc_given(values: dict, name: str, idx: int, typ: str, where: str) -> tuple[bool, bool | float | int | None]:
+    """(defined, value) of the function constant `name` (index `idx`) in `values` (by name
+    or index, as load_kernel takes them), the value a Python bool, float or int (numpy's
+    scalars too). Any other value, or an integer beyond 64 bits, is a CompileError naming
+    the constant."""
+    if name not in values and idx not in values:
+        return False, None
+    v = values.get(name, values.get(idx))
+    v = v.item() if hasattr(v, "item") else v
+    if isinstance(v, (bool, float)):
+        return True, v
+    try:
+        i = int(v)
+    except (TypeError, ValueError):
+        raise CompileError(f"{where}: function constant '{name}' ({typ}): {v!r} is not a number") from None
+    if not -2**63 < i < 2**64:
+        raise CompileError(f"{where}: function constant '{name}' ({typ}): {i} does not fit in 64 bits")
+    return True, i
+
+
+def _c_value(v: bool | float | int, typ: str) -> str:
+    """A value of :func:`_fc_given` as C++ source, cast to the constant's type."""
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, float):
-        return f"({typ})({v!r})"
-    if hasattr(v, "item"):  # numpy scalars
-        return _c_value(v.item(), typ)
-    return f"({typ})({int(v)})"
+    return f"({typ})({v!r})"
 
 
 class Rewriter:
@@ -188,6 +205,7 @@ class Rewriter:
         self.ns_hint = text
         self.toks = tokenize(text)
         assign_lines(self.toks, default_file)
+        self.default_file = default_file
         self.fc_values = None if function_constants is None else dict(function_constants)
         self.fc_specs: list[tuple[str, int, str]] = []  # (name, index, type) of each placeholder pair
         self.out = Rewritten("")
@@ -444,7 +462,7 @@ class Rewriter:
                         self.fc_specs.append((name, idx, typ))
                         defined, value = None, _FC.format("value", n)
                     else:
-                        defined, value = _fc_value(self.fc_values, name, idx, typ)
+                        defined, value = _fc_value(self.fc_values, name, idx, typ, self.default_file)
                     self.out.function_constants[name] = (idx, defined)
                     _blank(toks, i, semi, f"static constexpr {typ} {name} = {value};")
                     i = semi + 1
@@ -1106,16 +1124,15 @@ _FC = "__mslemu_fc_{}_{}__"
 _FC_RE = re.compile(r"__mslemu_fc_(value|defined)_(\d+)__")
 
 
-def _fc_value(values: dict, name: str, idx: int, typ: str) -> tuple[bool, str]:
+def _fc_value(values: dict, name: str, idx: int, typ: str, where: str) -> tuple[bool, str]:
     """(defined, C++ value) of the function constant `name` (index `idx`) of type `typ`."""
-    defined = name in values or idx in values
-    val = values.get(name, values.get(idx))
-    return defined, (_c_value(val, typ) if defined else f"{typ}{{}}")
+    defined, v = _fc_given(values, name, idx, typ, where)
+    return defined, (_c_value(v, typ) if defined else f"{typ}{{}}")
 
 
-def _with_values(template: Rewritten, specs: list[tuple[str, int, str]], values: dict) -> Rewritten:
+def _with_values(template: Rewritten, specs: list[tuple[str, int, str]], values: dict, where: str) -> Rewritten:
     """The rewritten source `template`, its placeholders filled in from `values`."""
-    filled = [_fc_value(values, name, idx, typ) for name, idx, typ in specs]
+    filled = [_fc_value(values, name, idx, typ, where) for name, idx, typ in specs]
 
     def fill(m: re.Match) -> str:
         defined, value = filled[int(m.group(2))]
@@ -1163,7 +1180,7 @@ def rewrite(text: str, default_file: str, function_constants: dict | None = None
                 _memo.popitem(last=False)
     if at_load:
         return _read_at_load(template, specs)
-    return _with_values(template, specs, dict(function_constants or {}))
+    return _with_values(template, specs, dict(function_constants or {}), default_file)
 
 
 # A function constant's declaration as the passes leave it, its value a placeholder.
@@ -1197,25 +1214,17 @@ def fc_lines(specs: list[tuple[str, int, str]], values: dict, where: str) -> lis
     (_c_value): b(ool), i(nt), l(ong), u(nsigned long) or f (double)."""
     lines = []
     for n, (name, idx, typ) in enumerate(specs):
-        if name not in values and idx not in values:
+        defined, v = _fc_given(values, name, idx, typ, where)
+        if not defined:
             continue
-        v = values.get(name, values.get(idx))
-        v = v.item() if hasattr(v, "item") else v
         if isinstance(v, bool):
             lines.append(f"{n} b {int(v)}")
         elif isinstance(v, float):
             lines.append(f"{n} f {v!r}")  # (repr: the exact double; strtod reads inf and nan too)
+        elif -2**31 < v < 2**31:
+            lines.append(f"{n} i {v}")
+        elif v < 2**63:
+            lines.append(f"{n} l {v}")
         else:
-            try:
-                i = int(v)
-            except (TypeError, ValueError):
-                raise CompileError(f"{where}: function constant '{name}' ({typ}): {v!r} is not a number") from None
-            if -2**31 < i < 2**31:
-                lines.append(f"{n} i {i}")
-            elif -2**63 < i < 2**63:
-                lines.append(f"{n} l {i}")
-            elif 0 <= i < 2**64:
-                lines.append(f"{n} u {i}")
-            else:
-                raise CompileError(f"{where}: function constant '{name}' ({typ}): {i} does not fit in 64 bits")
+            lines.append(f"{n} u {v}")
     return lines

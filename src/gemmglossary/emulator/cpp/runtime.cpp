@@ -64,7 +64,7 @@ static void coverage_reset() {}
 
 // ------------------------------------------------------------------ function constants
 // The values this object is specialized with (mslemu_rt.h): the file <this object>.fc that
-// kernel.py writes before it loads the copy, one "N kind value" line per defined constant
+// cache.specialized writes before the copy is there, one "N kind value" line per defined constant
 // (kind: b, i, l, u or f). Read once, when the first function constant is initialized; an
 // object without one is the specialization in which no constant is defined.
 namespace {
