@@ -5,8 +5,8 @@ Loading a page is most of what a browser check costs (a third to half a second e
 here, about half a minute for the whole site), so the crawl, the excerpt blocks, the
 figures in both schemes and a narrow window, the screenshots and the first annotation
 all share the visit: the four files that made their own visits took about two minutes
-together, the tour about seventy seconds (its tabs reused, the search index served
-empty: below). The tour only records (PageLook); tests/browser/test_browser_site.py
+together, the tour about seventy seconds measured alone (its tabs reused, the search
+index served empty: below). The tour only records (PageLook); tests/browser/test_browser_site.py
 judges the records with sitechecks' and figurechecks' functions, which the negative tests
 run on a site broken on purpose.
 
@@ -85,19 +85,19 @@ def tour_site(context, site, urls, *, excerpt_pages: set[str], unexecuted_class:
                                  unexecuted_class=unexecuted_class, screenshots_dir=screenshots_dir,
                                  viewport=viewport)
 
-    index = site.root / SEARCH_INDEX
-    if not index.is_file():  # (the crawl reports the page that asks for it)
-        return Tour(sitechecks.visit_pages(context, urls, site.netloc, look=look), looks)
-    empty = json.dumps({"config": json.loads(index.read_text(encoding="utf-8"))["config"], "docs": []})
+    index, index_url = site.root / SEARCH_INDEX, f"{site.base_url}{SEARCH_INDEX}"
+    served = index.is_file()  # (without one, the crawl reports the page that asks for it)
+    if served:
+        empty = json.dumps({"config": json.loads(index.read_text(encoding="utf-8"))["config"], "docs": []})
 
-    def serve_empty_index(route):
-        route.fulfill(status=200, content_type="application/json", body=empty)
-
-    context.route(f"{site.base_url}{SEARCH_INDEX}", serve_empty_index)
+        def serve_empty_index(route):
+            route.fulfill(status=200, content_type="application/json", body=empty)
+        context.route(index_url, serve_empty_index)
     try:
         visits = sitechecks.visit_pages(context, urls, site.netloc, look=look)
     finally:
-        context.unroute(f"{site.base_url}{SEARCH_INDEX}", serve_empty_index)
+        if served:
+            context.unroute(index_url, serve_empty_index)
     return Tour(visits, looks)
 
 
