@@ -76,13 +76,23 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A browser that drops a response half sent (it navigated away, or cancelled a
+        # download it no longer needs) is not the server's error; socketserver would print
+        # a traceback under a line of dashes into pytest's progress output. Others are.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class SiteServer:
     """A built site served by a threaded http.server on 127.0.0.1 and a free port."""
 
     def __init__(self, site_dir: Path):
         self.root = Path(site_dir)
         handler = functools.partial(_QuietHandler, directory=str(site_dir))
-        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         host, port = self._httpd.server_address[:2]

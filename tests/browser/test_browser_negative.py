@@ -169,3 +169,27 @@ def test_annotation_check_reports_a_page_without_one(page, bad_site):
     ]
     page.goto(bad_site.url("good/"), wait_until="load")
     assert check_first_annotation(page, bad_site.url("good/")) == []
+
+
+def test_a_response_the_browser_drops_prints_nothing(tmp_path, capfd):
+    """A reader's browser drops responses half sent (it navigated away): the server says
+    nothing, where socketserver would print a traceback under a line of dashes into
+    pytest's progress. (No browser needed: a socket that resets mid-download.)"""
+    import socket
+    import struct
+
+    (tmp_path / "big.bin").write_bytes(b"\0" * (8 << 20))  # more than a socket buffers
+    with SiteServer(tmp_path) as server:
+        host, port = server.netloc.split(":")
+        for _ in range(3):
+            s = socket.create_connection((host, int(port)))
+            s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.recv(1024)  # the server is writing the body now
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()  # a reset, as a tab that navigates away sends
+        # and the server still answers
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"HEAD /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(1024).startswith(b"HTTP/1.0 200")
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err and "-" * 40 not in out, (out, err)
