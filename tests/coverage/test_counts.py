@@ -3,11 +3,9 @@ and mapped to the .metal lines, whichever way the workers start."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 

@@ -16,8 +16,6 @@ import hashlib
 import re
 from pathlib import Path
 
-import pytest
-
 from gemmglossary import vendor
 from gemmglossary.docs_hooks import facts
 from gemmglossary.mlx import matmul as mm

@@ -14,7 +14,7 @@ import pytest
 
 from gemmglossary import emulator
 from gemmglossary.kernels import KERNELS
-from gemmglossary.snippets import kernel_source, replace_once
+from gemmglossary.snippets import kernel_source
 
 
 def barrier_lines(name: str) -> list[int]:

@@ -132,5 +132,5 @@ def test_second_mma_overload_writes_past_the_left_operand():
     with pytest.raises(OutOfBoundsError) as e:
         kernel(np.zeros(1, np.float32), threads=32, threads_per_threadgroup=32)
     line = _line("ct_a[kElemsPerFrag + i] = Am1[i];")
-    assert f"'cooperative tensor (left input)': element index 8" in str(e.value)
+    assert "'cooperative tensor (left input)': element index 8" in str(e.value)
     assert f"nax.h:{line}" in str(e.value), str(e.value)

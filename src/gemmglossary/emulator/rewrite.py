@@ -366,7 +366,6 @@ class Rewriter:
         which leaves device and thread elements as they are (lvalues) and turns a proxy into
         its value."""
         toks = self.toks
-        n = len(toks)
         for lp, t in enumerate(toks):
             if t.text != "(" or t.kind != "punct":
                 continue

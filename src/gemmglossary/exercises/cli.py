@@ -98,7 +98,7 @@ def run(args) -> int:
         print(f"Exercise {exercise.name}: {exercise.title}\n")
         print(statement_text(exercise), end="")
         print(f"\nStart: gemmglossary exercise start {exercise.name}"
-              + (f"   (or --body for the mx.fast.metal_kernel form)" if exercise.body else ""))
+              + ("   (or --body for the mx.fast.metal_kernel form)" if exercise.body else ""))
         print(f"Check: gemmglossary exercise check {exercise.name}")
         return 0
     if args.action == "start":

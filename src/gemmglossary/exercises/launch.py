@@ -17,7 +17,7 @@ import numpy as np
 
 from ..emulator import errors as emu_errors
 from . import expressions
-from .spec import Buffer, Exercise
+from .spec import Exercise
 
 
 @dataclass

@@ -113,7 +113,7 @@ def gemv_rows(*, kernel: str = "gemv", M: int = 40, K: int = 300) -> Figure:
         d.rect(zl + lane * lw, zy + 14, lw, 22, cls + " edge",
                title=f"lane {lane}: k = {k0} … {k0 + m.per_lane - 1}" + ("" if present else " (past K: skipped)"))
         d.text(zl + lane * lw + lw / 2, zy + 25, str(lane), size=SMALL)
-    d.text(zl, zy + 50, f"k = 0", anchor="start", size=SMALL, cls="muted")
+    d.text(zl, zy + 50, "k = 0", anchor="start", size=SMALL, cls="muted")
     d.text(zl + 640, zy + 50, f"k = {m.step - 1}", anchor="end", size=SMALL, cls="muted")
     d.text(zl + 320, zy + 50, "lanes (numbers): neighbouring lanes read neighbouring addresses", size=SMALL,
            cls="muted")

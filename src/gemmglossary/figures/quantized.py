@@ -107,6 +107,6 @@ def quantized_word(*, bits: int = 4, group_size: int = 64, groups: int = 3, seed
            + "; ".join(f"group {g} scale {r.scales[g]:.4f} bias {r.biases[g]:+.4f}" for g in range(n)) + ".")
     title = f"A word of MLX's {bits}-bit affine format"
     return Figure(d.svg(title, alt), title, alt,
-                  f"Computed when the site was built: a seeded random row quantized by `gemmglossary.mlx.affine` "
-                  f"(checked bit for bit against `mx.quantize` by the tests), the fields read back from its first "
+                  "Computed when the site was built: a seeded random row quantized by `gemmglossary.mlx.affine` "
+                  "(checked bit for bit against `mx.quantize` by the tests), the fields read back from its first "
                   "word; the tests check them against `kernels/qmv4.metal` run on the emulator.")

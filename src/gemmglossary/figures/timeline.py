@@ -140,7 +140,6 @@ def k_step_timeline(*, kernel: str = "tiled_gemm", steps: int = 2, seed: int = 1
     sched_text = f"schedule ('random', {seed})" if schedule == "random" else f"schedule '{schedule}'"
     d.text(left + plot_w / 2, top + height + 62, f"{threads} threads in {sgs} simdgroups; {sched_text}; B: barriers "
            f"by line of kernels/{spec.path.name}", size=SMALL, cls="muted")
-    order = ", ".join(f"{names_of[ln]} (line {ln}) at step {st}" for st, ln in releases)
     waits = []
     for step, ln in releases:
         reached = sorted((min((s0 for kind, s0, s1 in spans if kind == "wait" and s1 > step - 1 and s0 <= step),

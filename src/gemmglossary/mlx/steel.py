@@ -76,7 +76,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     """
     if config not in CONFIGS:
         raise ValueError(f"config {config} is not instantiated in {source_path()}; choose one of {CONFIGS}")
-    M, N = a.shape[-2], b.shape[-1]
+    M = a.shape[-2]
     return plan_fused(a, b, c, alpha=alpha, beta=beta, config=matmul.TileConfig(*config),
                       swizzle_log=matmul.regular_swizzle_log(-(-M // config[0])))
 

@@ -47,7 +47,6 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     if route.kernel != "splitk":
         raise ValueError(f"MLX routes this {M}×{K} by {K}×{N} product to {route.kernel}, not split-K")
     s = route.splitk
-    cfg = s.config
 
     partials = np.zeros((s.partitions, M, N), dtype=np.float32)
     params = np.zeros((), dtype=GEMM_SPLITK_PARAMS)  # read from the pinned params.h
