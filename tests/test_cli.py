@@ -20,7 +20,7 @@ def test_help_lists_every_command_and_the_exit_status(capsys):
 
 @pytest.mark.parametrize("argv", [["excerpts", "--help"], ["excerpts", "update", "--help"],
                                   ["run", "--help"], ["bench", "--help"], ["bench", "emulator", "--help"],
-                                  ["bench", "metal", "--help"], ["vendor", "--help"]])
+                                  ["bench", "metal", "--help"], ["bench", "suite", "--help"], ["vendor", "--help"]])
 def test_every_command_has_help(argv, capsys):
     assert main(argv) == 0
     assert capsys.readouterr().out.startswith(f"usage: gemmglossary {' '.join(a for a in argv if a != '--help')}")

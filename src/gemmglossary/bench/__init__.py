@@ -1,11 +1,12 @@
-"""``gemmglossary bench``: ``bench emulator`` and ``bench metal``.
+"""``gemmglossary bench``: ``bench emulator``, ``bench metal`` and ``bench suite``.
 
 ``bench emulator`` runs the first-party GEMM kernels on the CPU emulator at 128³, 256³
 and 512³ and prints emulated GFLOP/s next to numpy's matmul time measured in the same
 run (the ratio says how many times slower than numpy the emulation is), then MLX's decode
 kernels, qmv (4-bit) and gemv at 4096 × 4096, beside numpy's time for the same product
 (:mod:`gemmglossary.bench.matvec`). It measures the emulator, not a GPU. ``bench metal`` is
-delegated to :mod:`gemmglossary.bench.metal`.
+delegated to :mod:`gemmglossary.bench.metal`, and ``bench suite`` (the test suite's time from
+a clean clone) to :mod:`gemmglossary.bench.suite`.
 """
 
 from __future__ import annotations
@@ -99,12 +100,13 @@ def bench_matvec(names, repeats: int = 3, race_check: bool = True, out=sys.stdou
 
 def register(subparsers) -> None:
     from ..cli import subparser
-    from . import metal
+    from . import metal, suite
 
-    p = subparser(subparsers, "bench", help="benchmarks: `bench emulator`, `bench metal`",
+    p = subparser(subparsers, "bench", help="benchmarks: `bench emulator`, `bench metal`, `bench suite`",
                   description="bench emulator: the first-party kernels on the CPU emulator, next to numpy's\n"
                               "matmul (it measures the emulator, not a GPU). bench metal: TFLOPS on an\n"
-                              "Apple GPU, next to mx.matmul.")
+                              "Apple GPU, next to mx.matmul. bench suite: the test suite's wall time and\n"
+                              "CPU from a clean clone, against its target.")
     sub = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     e = subparser(sub, "emulator", help="first-party kernels on the CPU emulator vs numpy's matmul")
     e.add_argument("--sizes", default=",".join(map(str, SIZES)), type=_sizes, help="comma-separated square sizes")
@@ -115,6 +117,7 @@ def register(subparsers) -> None:
     e.add_argument("--no-race-check", action="store_true", help="skip the threadgroup-memory race check")
     e.set_defaults(func=_run_emulator)
     metal.register(sub)
+    suite.register(sub)
 
 
 def _sizes(text: str) -> list[int]:

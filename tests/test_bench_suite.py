@@ -1,0 +1,79 @@
+"""``gemmglossary bench suite`` on a tiny project of its own: it runs the committed tests of a
+clean clone (not what is only in the working tree), and its numbers are the run's."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gemmglossary.bench import suite
+
+BURN = textwrap.dedent("""\
+    import time
+
+    def test_burns_a_while():
+        end = time.process_time() + {cpu}
+        while time.process_time() < end:
+            pass
+        time.sleep({sleep})
+""")
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "tiny"], check=True)
+    return root
+
+
+def test_the_committed_suite_is_run_and_timed(tmp_path):
+    root = _project(tmp_path / "p", {"tests/test_a.py": BURN.format(cpu=0.6, sleep=0.3),
+                                     "tests/test_b.py": BURN.format(cpu=0.1, sleep=0.6)})
+    (root / "tests" / "test_uncommitted.py").write_text("def test_fails():\n    assert False\n")
+    run = suite.run_suite(root, ["-q", "-p", "no:cacheprovider"])
+    assert run.returncode == 0 and "2 passed" in run.summary, run.summary  # not the uncommitted one
+    assert run.wall >= 0.9 + 0.7  # both files' sleep and burn, one after the other
+    if run.cpu.source == "/proc/stat":
+        assert run.cpu.busy >= 0.7  # (the machine's: at least what the tests burned)
+        assert run.cpu.busy + run.cpu.idle + run.cpu.iowait <= run.wall * run.cores * 1.2 + 1
+    spans = {s.file: s for s in run.spans}
+    assert set(spans) == {"tests/test_a.py", "tests/test_b.py"}
+    assert spans["tests/test_a.py"].seconds >= 0.9 and spans["tests/test_b.py"].seconds >= 0.7
+    assert {s.worker for s in run.spans} == {"main"}
+    out = io.StringIO()
+    suite.report(run, target=10.0, out=out)
+    text = out.getvalue()
+    assert f"{run.wall / 10.0:.2f}× the target of 10 s" in text
+    assert "tests/test_a.py" in text.split("longest test files")[1]
+
+
+def test_test_processes_record_and_the_xdist_controller_does_not(tmp_path):
+    pytest.importorskip("xdist")
+    root = _project(tmp_path / "p", {"tests/test_a.py": BURN.format(cpu=0.05, sleep=0.5),
+                                     "tests/test_b.py": BURN.format(cpu=0.05, sleep=0.5)})
+    run = suite.run_suite(root, ["-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile"])
+    assert run.returncode == 0, run.summary
+    assert sorted(s.worker for s in run.spans) == ["gw0", "gw1"]  # one record per test, from its worker
+
+
+def test_a_failing_suite_shows_its_output_and_exits_1(tmp_path):
+    root = _project(tmp_path / "p", {"tests/test_a.py": "def test_fails():\n    assert 1 == 2\n"})
+    out = io.StringIO()
+    run = suite.run_suite(root, ["-q", "-p", "no:cacheprovider"], out=out)
+    assert run.returncode == 1 and "1 failed" in run.summary
+    assert "assert 1 == 2" in out.getvalue()
+
+
+def test_a_folder_that_is_no_git_checkout_is_refused(tmp_path):
+    with pytest.raises(suite.BenchError, match="is not a git checkout"):
+        suite.run_suite(tmp_path, [])
