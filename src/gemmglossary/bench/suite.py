@@ -22,7 +22,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,7 +116,8 @@ def clone(root: Path, into: Path) -> Path:
 
 
 def run_suite(root: Path, pytest_args: list[str], *, warm_home: bool = False, out=sys.stdout) -> SuiteRun:
-    """Run ``pytest pytest_args`` on a clean clone of `root`; the run's numbers."""
+    """Run ``pytest pytest_args`` on a clean clone of `root`, its output printed to `out` as
+    it comes; the run's numbers."""
     if not (root / ".git").exists():
         raise BenchError(f"{root} is not a git checkout: bench suite measures a clean clone of its HEAD")
     with tempfile.TemporaryDirectory(prefix="gemmglossary-bench-suite-") as tmp:
@@ -143,22 +143,15 @@ def run_suite(root: Path, pytest_args: list[str], *, warm_home: bool = False, ou
         t0 = time.monotonic()
         proc = subprocess.Popen(args, cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True)
-        tail: list[str] = []
-
-        def pump():
-            for line in proc.stdout:
-                tail.append(line)
-                del tail[:-40]
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
+        summary = ""
+        for line in proc.stdout:  # pytest's output as it comes, whole: a failure is all there
+            print(line, end="", file=out, flush=True)
+            if _SUMMARY.search(line):
+                summary = line.strip(" =\n")
         returncode = proc.wait()
         wall = time.monotonic() - t0
-        reader.join()
         after = os.times()
         cpu.stop(after.children_user + after.children_system - before.children_user - before.children_system)
-        summary = next((line.strip(" =\n") for line in reversed(tail) if _SUMMARY.search(line)), "")
-        if returncode != 0:
-            print("".join(tail), end="", file=out)
         return SuiteRun(returncode, wall, cpu, os.cpu_count() or 1, summary, read_spans(timeline))
 
 
