@@ -212,6 +212,36 @@ def test_a_race_through_a_vector_store_is_found(kernel):
     assert f"{src}:{_line('out[0] = tile[5]')}" in msg
 
 
+def test_threads_writing_neighbouring_bytes_do_not_race(kernel):
+    x = (np.arange(16) * 5 % 7).astype(np.uint8)
+    out = np.zeros(16, np.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no "read before any thread wrote it"
+        kernel("byte_neighbours")(x, out, threads=16, threads_per_threadgroup=16)
+    t = np.arange(16)
+    nxt = x[(t + 1) % 16].astype(int)
+    np.testing.assert_array_equal(out, np.where(nxt > 1, 100, 0) + nxt + 1)
+
+
+def test_a_race_on_one_byte_is_found(kernel):
+    with pytest.raises(DataRaceError) as e:
+        kernel("byte_race")(np.zeros(4, np.uint8), threads=4, threads_per_threadgroup=4)
+    assert "'bytes[0]'" in str(e.value) and f"{SRC}:{_line('bytes[t / 2] = uchar(t);')}" in str(e.value)
+
+
+def test_a_trace_names_the_writer_of_each_byte(kernel):
+    from gemmglossary.emulator import Tracing
+
+    x = np.arange(16, dtype=np.uint8)
+    out = np.zeros(16, np.uint8)
+    trace = kernel("byte_neighbours")(x, out, threads=16, threads_per_threadgroup=16,
+                                      trace=Tracing(snapshots=True))
+    first = trace.snapshots[0]
+    assert first.regions["bytes"].writers().tolist() == list(range(16))
+    assert first.regions["flags"].writers().tolist() == list(range(16))
+    np.testing.assert_array_equal(first.regions["bytes"].values(np.uint8), x + 1)
+
+
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
 

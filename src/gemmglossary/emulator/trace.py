@@ -296,13 +296,12 @@ def _snapshot(blob: bytes, at: int, pos, step: int, file, line: int, text) -> Sn
     mem_at = at + head_t.itemsize + nreg * region_t.itemsize
     mem = blob[mem_at:mem_at + nbytes]
     writers_at = mem_at + (nbytes + 7) // 8 * 8
-    units = np.frombuffer(blob, "<u2", count=(nbytes + 1) // 2, offset=writers_at)
+    units = np.frombuffer(blob, "<u2", count=nbytes, offset=writers_at)  # the last writer of each byte
     regions = {}
     for r in regs:
         off, size, esize, nd = int(r["offset"]), int(r["size"]), int(r["esize"]), int(r["nd"])
         shape = tuple(int(v) for v in r["dims"][:nd]) if nd else ((size // esize,) if esize else ())
-        step_units = max(1, esize // 2) if esize else 1
-        per_element = units[off // 2:(off + size) // 2:step_units] if esize else units[off // 2:(off + size) // 2]
+        per_element = units[off:off + size:max(1, esize)]  # an element's writer is its first byte's
         name = text(int(r["name"])) or f"threadgroup memory at {off}"
         if name in regions:
             name = f"{name}@{off}"

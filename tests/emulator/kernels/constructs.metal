@@ -312,3 +312,26 @@ kernel void common_names(device float* out [[buffer(0)]]) {
   Op<float> op;
   out[0] = op(1.0f, float(OP_SUM + OP_MAX));
 }
+
+// neighbouring bytes of threadgroup memory written by different threads with no barrier
+// between them: not a race (a GPU stores bytes), as in MLX's scan of bool, where the last
+// lane of each simdgroup writes its own bool of `threadgroup bool simdgroup_sums[32]`
+kernel void byte_neighbours(device const uchar* in [[buffer(0)]],
+                            device uchar* out [[buffer(1)]],
+                            uint t [[thread_index_in_threadgroup]]) {
+  threadgroup bool flags[16];
+  threadgroup uchar bytes[16];
+  flags[t] = in[t] > 1;
+  bytes[t] = in[t] + 1;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[t] = (flags[(t + 1) % 16] ? 100 : 0) + bytes[(t + 1) % 16];
+}
+
+// the same byte written by two threads with no barrier: a race
+kernel void byte_race(device uchar* out [[buffer(0)]],
+                      uint t [[thread_index_in_threadgroup]]) {
+  threadgroup uchar bytes[4];
+  bytes[t / 2] = uchar(t);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[t] = bytes[t / 2];
+}

@@ -382,7 +382,7 @@ static bool trace_selects(uint64_t linear_tg) {
 static uint32_t trace_snapshot() {
   uint32_t bytes = (uint32_t)ctx.arena_used, nreg = (uint32_t)tg_region_count;
   uint64_t padded = (bytes + 7) / 8 * 8;
-  uint64_t need = sizeof(TraceSnapshotHead) + nreg * sizeof(TraceRegion) + padded + (bytes + 1) / 2 * 2;
+  uint64_t need = sizeof(TraceSnapshotHead) + nreg * sizeof(TraceRegion) + padded + bytes * 2;  // a writer per byte
   need = (need + 7) / 8 * 8;
   uint64_t at = __atomic_fetch_add(&trace_buf->blob_used, need, __ATOMIC_RELAXED);
   if (at + need > trace_buf->blob_capacity || at + 1 > UINT32_MAX) return 0;
@@ -398,7 +398,7 @@ static uint32_t trace_snapshot() {
   memcpy(mem, ctx.arena, bytes);
   uint16_t* writers = (uint16_t*)(mem + padded);
   const Shadow* sh = (const Shadow*)ctx.shadow;
-  for (uint32_t k = 0; k < (bytes + 1) / 2; ++k) {
+  for (uint32_t k = 0; k < bytes; ++k) {
     const Shadow& w = sh[k];
     writers[k] = w.w_stamp < ctx.tg_start ? 0xffff : (uint16_t)(w.w_tid | (w.w_stamp >= ctx.tg_sync ? 0x8000 : 0));
   }
@@ -1276,7 +1276,7 @@ static void allocate_threadgroup_state() {
   ctx.arena = (char*)zalloc(2 * TG_MEMORY_BYTES);
   ctx.arena_size = TG_MEMORY_BYTES;
   mprotect(oob_zone(), TG_MEMORY_BYTES, PROT_READ);
-  ctx.shadow = zalloc((2 * TG_MEMORY_BYTES / 2 + 8) * sizeof(Shadow));
+  ctx.shadow = zalloc((2 * TG_MEMORY_BYTES + 8) * sizeof(Shadow));  // one per byte (mslemu.h)
 }
 
 // what kernel code reads of the launch: buffers, grid, checking modes

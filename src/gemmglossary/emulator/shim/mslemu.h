@@ -47,8 +47,10 @@ inline constexpr bool is_arith_v = std::is_arithmetic_v<T> || is_half<std::remov
 template <class...> inline constexpr bool dependent_false = false;
 
 // ---------------------------------------------------------------- race shadow
+// one record per byte: a GPU stores bytes, so two threads writing neighbouring bytes
+// (a threadgroup bool or uchar array) do not race; an access is recorded at its first byte
 MSLEMU_AI Shadow& shadow_of(const void* p) {
-  return ((Shadow*)ctx.shadow)[((const char*)p - ctx.arena) >> 1];
+  return ((Shadow*)ctx.shadow)[(const char*)p - ctx.arena];
 }
 MSLEMU_AI bool stale(uint32_t stamp, uint16_t tid_other, uint32_t tid_now) {
   if (stamp < ctx.tg_sync) return true;
@@ -88,12 +90,12 @@ MSLEMU_AI void tg_write(const void* p, const void* pc) {
   }
   s.w_tid = (uint16_t)t; s.w_stamp = ctx.clock; s.w_pc = pcoff(pc);
 }
-// every 2-byte granule of an object
+// every byte of an object, so that an access to any one of its fields meets the record
 MSLEMU_AI void tg_read_n(const void* p, size_t n, const void* pc) {
-  for (size_t k = 0; k < n; k += 2) tg_read((const char*)p + k, pc);
+  for (size_t k = 0; k < n; ++k) tg_read((const char*)p + k, pc);
 }
 MSLEMU_AI void tg_write_n(const void* p, size_t n, const void* pc) {
-  for (size_t k = 0; k < n; k += 2) tg_write((const char*)p + k, pc);
+  for (size_t k = 0; k < n; ++k) tg_write((const char*)p + k, pc);
 }
 
 // ---------------------------------------------------------------- address spaces
