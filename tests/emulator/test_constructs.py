@@ -242,6 +242,28 @@ def test_a_trace_names_the_writer_of_each_byte(kernel):
     np.testing.assert_array_equal(first.regions["bytes"].values(np.uint8), x + 1)
 
 
+def test_members_of_threadgroup_objects(kernel):
+    out = np.zeros(4, np.float32)
+    rec_size = 40  # Rec: lo, hi, padding to Inner's 8-byte alignment (float2), Inner (16), vals (12), padding
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no race, no "read before any thread wrote it"
+        kernel("struct_members")(out, threads=4, threads_per_threadgroup=4,
+                                 threadgroup_memory={0: 4 * rec_size})
+    t = np.arange(4)
+    nxt = (t + 1) % 4
+    expect = 2.0 * nxt + 100.0 * nxt + t + (t + 0.5) + 7 + 9 + (t + 1) + (1 + 3 + t) * 1000.0
+    np.testing.assert_array_equal(out, expect.astype(np.float32))
+
+
+def test_a_race_through_a_member_is_found(kernel):
+    with pytest.raises(DataRaceError) as e:
+        kernel("struct_member_race")(np.zeros(1, np.float32), threads=2, threads_per_threadgroup=2)
+    msg = str(e.value)
+    assert "'pairs[1]'" in msg
+    assert f"{SRC}:{_line('if (t == 0) q[1].val = 1.0f;')}" in msg
+    assert f"{SRC}:{_line('out[0] = (q + 1)->val;')}" in msg
+
+
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
 

@@ -212,6 +212,7 @@ class Rewriter:
         self.template_kernels: dict[str, list[KernelDecl]] = {}  # by name: overloads differ in their template parameters
         self.kernel_list: list[KernelDecl] = []
         self.value_wraps: list[tuple[int, int]] = []  # (first, last) token of an expression to take by value
+        self.member_edits: list[list[tuple[int, Tok, str, str]]] = []  # pass_threadgroup_members
 
     def err(self, t: Tok, msg: str) -> CompileError:
         return CompileError(f"{t.file}:{t.line}: error: {msg}")
@@ -232,9 +233,11 @@ class Rewriter:
         self.pass_member_specializations()
         self.pass_auto_copies()
         self.pass_call_arguments()
+        self.pass_threadgroup_members()
         self.pass_address_spaces()
         self.pass_dedupe()
         self.pass_cleanup()
+        self.apply_member_edits()
         self.apply_value_wraps()
         # the shim first, before any token, so that the compiler can use it precompiled (build.py)
         text = ('#include "mslemu.h"\n' if shim_needed else "") + join(toks)
@@ -421,6 +424,153 @@ class Rewriter:
             return  # anything else (an operator, a call): not a plain element
         if subscript or deref:
             self.value_wraps.append((sig[0], sig[-1]))
+
+    # the lambda that names a member for mslemu_proxy.h's tg_member and tg_call
+    _MEMBER_OPEN = ", [&](auto&& __mslemu_o) -> decltype(auto) { return "
+
+    def _threadgroup_names(self) -> dict[str, list[tuple[int, int]]]:
+        """Names declared with `threadgroup` in their type (variables, parameters, pointers,
+        references, struct members: `threadgroup S tile[8]`, `threadgroup S* p`), each with
+        the token ranges where the declaration is in scope: the rest of its block, or the
+        body of the function whose parameter it is."""
+        toks, n = self.toks, len(self.toks)
+        scopes: dict[str, list[tuple[int, int]]] = {}
+        opened: list[int] = []  # the open ( and { before each token
+        for i, t in enumerate(toks):
+            if t.kind == "punct" and t.text in ("(", "{"):
+                opened.append(i)
+                continue
+            if t.kind == "punct" and t.text in (")", "}"):
+                if opened:
+                    opened.pop()
+                continue
+            if t.kind != "id" or t.text != "threadgroup":
+                continue
+            pv = _prev_sig(toks, i - 1)
+            nx = _sig(toks, i + 1)
+            if nx >= n or toks[nx].text == "(" or (pv >= 0 and toks[pv].text in (")", "const")):
+                continue  # [[threadgroup(0)]]; a member function qualified for threadgroup objects
+            depth, name, k = 0, None, nx
+            while k < n:
+                x = toks[k]
+                if x.kind in ("ws", "nl", "comment"):
+                    k += 1
+                    continue
+                if x.text == "<":
+                    depth += 1
+                elif x.text in (">", ">>"):
+                    depth -= len(x.text)
+                    if depth < 0:
+                        break  # `reinterpret_cast<threadgroup float4*>`: a type, no name
+                elif depth == 0 and x.text in (";", ",", ")", "=", "[", "{", "(", ":"):
+                    break
+                elif x.kind == "id" and x.text not in ("const", "volatile", "restrict"):
+                    name = x.text
+                k += 1
+            if name is None or k >= n or depth < 0:
+                continue
+            scope = self._declaration_scope(opened[-1] if opened else -1, i)
+            if scope:
+                scopes.setdefault(name, []).append(scope)
+        return scopes
+
+    def _declaration_scope(self, inner: int, at: int) -> tuple[int, int] | None:
+        toks, n = self.toks, len(self.toks)
+        if inner < 0:
+            return (at, n - 1)  # file scope
+        if toks[inner].text == "{":
+            return (at, _match(toks, inner))
+        # a parameter: the body of its function, if this is a definition
+        k = _sig(toks, _match(toks, inner) + 1)
+        while k < n and toks[k].text not in ("{", ";", "}"):
+            k = _match(toks, k) + 1 if toks[k].text in ("(", "[") and toks[k].kind == "punct" else k + 1
+        return (inner, _match(toks, k)) if k < n and toks[k].text == "{" else None
+
+    def pass_threadgroup_members(self) -> None:
+        """`tile[i].field`, `p->field`, `one.field`, `tile[i].f(args)`, where the object is in
+        threadgroup memory: C++ cannot overload `.`, so the emulator's proxy of a threadgroup
+        object has no members; each access becomes a call of mslemu_proxy.h's tg_member (a
+        proxy of the member, through the race check) or tg_call, with a lambda that names
+        the member. Only chains whose first name is declared threadgroup are rewritten; a
+        chain inside sizeof/decltype/alignof is left as it is (no lambda may appear there)."""
+        toks = self.toks
+        n = len(toks)
+        names = self._threadgroup_names()
+        if not names:
+            return
+
+        def in_scope(name: str, at: int) -> bool:
+            return any(a <= at <= b for a, b in names.get(name, ()))
+
+        unevaluated = set()
+        for k, t in enumerate(toks):
+            if t.kind == "id" and t.text in ("sizeof", "decltype", "alignof", "noexcept", "static_assert"):
+                lp = _sig(toks, k + 1)
+                if lp < n and toks[lp].text == "(":
+                    unevaluated.update(range(lp, _match(toks, lp) + 1))
+        for i, t in enumerate(toks):
+            if i in unevaluated:
+                continue
+            if t.kind == "id" and in_scope(t.text, i):
+                pv = _prev_sig(toks, i - 1)
+                if pv >= 0 and toks[pv].text in (".", "->"):
+                    continue  # a member of something else
+                k = _sig(toks, i + 1)
+            elif t.text == "(" and t.kind == "punct":
+                # `(p + i)->field`: a parenthesized expression with a threadgroup name in it
+                pv = _prev_sig(toks, i - 1)
+                if pv >= 0 and (toks[pv].kind == "id" or toks[pv].text in (")", "]", ">")):
+                    continue  # a call or a cast
+                close = _match(toks, i)
+                if not any(toks[j].kind == "id" and in_scope(toks[j].text, j) for j in range(i + 1, close)):
+                    continue
+                k = _sig(toks, close + 1)
+                if k >= n or toks[k].text not in (".", "->"):
+                    continue
+            else:
+                continue
+            self._rewrite_member_chain(i, k)
+
+    def _rewrite_member_chain(self, root: int, k: int) -> None:
+        """Record the edits of one chain: apply_member_edits makes them after the passes that
+        match brackets and `.` by their text, and before any decay_val of the whole chain."""
+        toks, n = self.toks, len(self.toks)
+        edits: list[tuple[int, str, str]] = []  # (token, text put before it, text put after it)
+        while k < n:
+            x = toks[k].text
+            if x == "[" and toks[k].kind == "punct":
+                k = _sig(toks, _match(toks, k) + 1)
+                continue
+            if x not in (".", "->") or toks[k].kind != "punct":
+                break
+            m = _sig(toks, k + 1)
+            if m >= n or toks[m].kind != "id" or toks[m].text == "template":
+                break
+            after = _sig(toks, m + 1)
+            deref = "*" if x == "->" else ""  # p->f is (*p).f: ptr's * gives the element's proxy
+            if after < n and toks[after].text == "(":  # a member function: tg_call(obj, [&](o) { return o.f(...); })
+                close = _match(toks, after)
+                edits += [(root, f"::mslemu::tg_call({deref}", ""), (k, self._MEMBER_OPEN + "__mslemu_o", ""),
+                          (close, "", "; })")]
+                k = _sig(toks, close + 1)
+            else:  # a data member: tg_member(obj, [&](o) -> decltype(auto) { return (o.f); })
+                edits += [(root, f"::mslemu::tg_member({deref}", ""), (k, self._MEMBER_OPEN + "(__mslemu_o", ""),
+                          (m, "", "); })")]
+                k = after
+        if edits:
+            self.member_edits.append([(i, toks[i], before, after) for i, before, after in edits])
+
+    def apply_member_edits(self) -> None:
+        """The edits of pass_threadgroup_members, chain by chain; a chain whose tokens a later
+        pass replaced (a declaration rewritten, a duplicate definition dropped) is left alone."""
+        toks = self.toks
+        for chain in self.member_edits:
+            if any(toks[i] is not tok for i, tok, _, _ in chain):
+                continue
+            for i, _, before, after in chain:
+                # the `.` or `->` itself becomes the lambda's `.` (its text is the `before`)
+                text = "." if toks[i].text in (".", "->") and before.startswith(self._MEMBER_OPEN) else toks[i].text
+                toks[i].text = before + text + after
 
     def apply_value_wraps(self) -> None:
         for first, last in self.value_wraps:

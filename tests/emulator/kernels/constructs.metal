@@ -335,3 +335,48 @@ kernel void byte_race(device uchar* out [[buffer(0)]],
   threadgroup_barrier(mem_flags::mem_threadgroup);
   out[t] = bytes[t / 2];
 }
+
+// members of threadgroup objects: `.` on an element of a threadgroup array of structs, on a
+// threadgroup struct, `->` on a threadgroup pointer, nested members, an array member, a
+// member function (MLX's arg reductions keep `threadgroup IndexValPair<U> local_data[32]`)
+template <typename T> struct IndexVal { uint index; T val; };
+struct Inner { float a; float2 b; };
+struct Rec {
+  uchar lo, hi;
+  Inner in;
+  float vals[3];
+  float sum() const { return vals[0] + vals[1] + vals[2]; }
+};
+kernel void struct_members(device float* out [[buffer(0)]],
+                           threadgroup Rec* given [[threadgroup(0)]],
+                           uint t [[thread_index_in_threadgroup]]) {
+  threadgroup IndexVal<float> pairs[4];
+  threadgroup Rec recs[4];
+  threadgroup Rec one;
+  pairs[t].index = t;                     // two threads' fields of one struct: no race
+  pairs[t].val = float(t) * 2.0f;
+  recs[t].lo = uchar(t);
+  recs[t].hi = 0;
+  recs[t].in.a = 1.5f;
+  recs[t].in.b = float2(float(t), 10.0f);
+  recs[t].vals[0] = 1.0f;
+  recs[t].vals[1] = 3.0f;
+  recs[t].vals[2] = float(t);
+  given[t].hi = uchar(t + 1);
+  threadgroup Rec* p = recs;
+  (p + t)->in.b.x += 0.5f;
+  if (t == 0) { one.lo = 9; p->hi = 7; }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  IndexVal<float> next = pairs[(t + 1) % 4];
+  out[t] = next.val + float(next.index) * 100.0f + recs[t].lo + recs[t].in.b.x + recs[0].hi + one.lo +
+           given[t].hi + recs[t].sum() * 1000.0f;
+}
+
+// one thread reads a field another writes, with no barrier: a race, named by the element
+kernel void struct_member_race(device float* out [[buffer(0)]],
+                               uint t [[thread_index_in_threadgroup]]) {
+  threadgroup IndexVal<float> pairs[2];
+  threadgroup IndexVal<float>* q = pairs;
+  if (t == 0) q[1].val = 1.0f;
+  if (t == 1) out[0] = (q + 1)->val;
+}

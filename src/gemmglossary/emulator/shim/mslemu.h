@@ -64,20 +64,24 @@ MSLEMU_AI void conflict(int kind, const void* p, const void* pc, uint32_t stamp,
   if (stamp < ctx.exec_sync) exec_ordered(kind, p, pc, other, other_pc);
   else race(kind, p, pc, other, other_pc);
 }
-MSLEMU_AI void tg_read(const void* p, const void* pc) {
-  if (!ctx.race_check) return;
+// (returns whether a thread of this threadgroup wrote the byte; `whole`: part of an object,
+// whose padding no field write covers: tg_read_n warns when no byte of it was written)
+template <bool whole = false> MSLEMU_AI bool tg_read(const void* p, const void* pc) {
+  if (!ctx.race_check) return true;
   Shadow& s = shadow_of(p);
   uint32_t t = ctx.cur->tid;
   // a write by another thread since the last barrier?
   if (__builtin_expect(s.w_stamp >= ctx.tg_sync, 0) && s.w_tid != t && !stale(s.w_stamp, s.w_tid, t))
     conflict(1, p, pc, s.w_stamp, s.w_tid, s.w_pc);
-  if (__builtin_expect(s.w_stamp < ctx.tg_start, 0)) uninit_read(p, pc);
+  bool written = s.w_stamp >= ctx.tg_start;
+  if (!whole && __builtin_expect(!written, 0)) uninit_read(p, pc);
   // remember up to two readers since the last barrier
   if (s.r_stamp >= ctx.tg_sync) {
-    if (s.r_tid == t || s.multi) return;
-    if (!stale(s.r_stamp, s.r_tid, t)) { s.multi = 1; s.r2_tid = (uint16_t)t; s.r2_pc = pcoff(pc); return; }
+    if (s.r_tid == t || s.multi) return written;
+    if (!stale(s.r_stamp, s.r_tid, t)) { s.multi = 1; s.r2_tid = (uint16_t)t; s.r2_pc = pcoff(pc); return written; }
   }
   s.multi = 0; s.r_tid = (uint16_t)t; s.r_stamp = ctx.clock; s.r_pc = pcoff(pc);
+  return written;
 }
 MSLEMU_AI void tg_write(const void* p, const void* pc) {
   if (!ctx.race_check) return;
@@ -92,7 +96,9 @@ MSLEMU_AI void tg_write(const void* p, const void* pc) {
 }
 // every byte of an object, so that an access to any one of its fields meets the record
 MSLEMU_AI void tg_read_n(const void* p, size_t n, const void* pc) {
-  for (size_t k = 0; k < n; ++k) tg_read((const char*)p + k, pc);
+  bool any = false;
+  for (size_t k = 0; k < n; ++k) any |= tg_read<true>((const char*)p + k, pc);
+  if (ctx.race_check && !any) uninit_read(p, pc);
 }
 MSLEMU_AI void tg_write_n(const void* p, size_t n, const void* pc) {
   for (size_t k = 0; k < n; ++k) tg_write((const char*)p + k, pc);

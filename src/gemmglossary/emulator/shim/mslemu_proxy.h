@@ -70,6 +70,50 @@ template <class A, class = std::enable_if_t<is_tg_vproxy<A>::value>> MSLEMU_AI a
 template <class A, class = std::enable_if_t<is_tg_vproxy<A>::value>> MSLEMU_AI auto operator~(const A& a) { return ~val(a); }
 template <class A, class = std::enable_if_t<is_tg_vproxy<A>::value>> MSLEMU_AI auto operator!(const A& a) { return !val(a); }
 
+// Members of threadgroup objects. C++ cannot overload `.`, so the rewriter turns
+// `tile[i].field` (and `p->field`, `one.field`, for names declared threadgroup) into
+// tg_member(tile[i], <lambda returning (o.field)>), and `tile[i].f(args)` into tg_call.
+// Of an object of class type (tg_obj_ref, tg_var) the member is a threadgroup element of its
+// own (tg_ref, tg_vref, tg_obj_ref: its reads and writes go through the race check) and an
+// array member a threadgroup pointer; anything else (a vector element's swizzle, an
+// object that is not in threadgroup memory) gets the member as the code wrote it.
+template <class X> struct is_tg_object : std::false_type {};
+template <class T> struct is_tg_object<tg_obj_ref<T>> : std::true_type {};
+template <class T> struct is_tg_object<tg_var<T>> : std::is_class<T> {};
+template <class T> MSLEMU_AI T* tg_object_address(const tg_obj_ref<T>& o) { return o.p; }
+template <class T> MSLEMU_AI T* tg_object_address(const tg_var<T>& o) { return o.p; }
+template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_member(O&& o, F&& f) {
+  if constexpr (is_tg_object<remove_cvref_t<O>>::value) {
+    auto* obj = tg_object_address(o);
+    auto&& m = f(*obj);
+    using M = std::remove_reference_t<decltype(m)>;
+    static_assert(std::is_lvalue_reference_v<decltype(f(*obj))>,
+                  "the Metal emulator: this member of a threadgroup object is not an object in it "
+                  "(a bit-field, or a member function named without a call)");
+    static_assert(std::rank_v<M> <= 1, "the Metal emulator does not support a multi-dimensional array member "
+                                       "of a threadgroup object");
+    char *lo = (char*)obj, *hi = (char*)(obj + 1);
+    if (__builtin_expect((char*)&m < lo || (char*)&m >= hi, 0))
+      fail(E_GENERIC, "a static data member read through a threadgroup object (at {{pc:%lx}}) is not supported "
+           "by the Metal emulator: name it with its class (T::member)", (unsigned long)((uintptr_t)here() - ctx.pc_base));
+    if constexpr (std::is_array_v<M>) return ptr<AS_THREADGROUP, std::remove_extent_t<M>>(&m[0], lo, hi, "");
+    else return ptr<AS_THREADGROUP, M>(&m, lo, hi, "")[0];
+  } else {
+    return f(std::forward<O>(o));
+  }
+}
+// a member function of a threadgroup object: a read of the whole object (what the function
+// writes to it is not checked; docs/emulator.md)
+template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_call(O&& o, F&& f) {
+  if constexpr (is_tg_object<remove_cvref_t<O>>::value) {
+    auto* obj = tg_object_address(o);
+    tg_read_n(obj, sizeof(*obj), here());
+    return f(*obj);
+  } else {
+    return f(std::forward<O>(o));
+  }
+}
+
 }  // namespace mslemu
 
 // A library function defined by non-template overloads (for float, half, their vectors):
