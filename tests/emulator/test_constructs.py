@@ -264,6 +264,13 @@ def test_a_race_through_a_member_is_found(kernel):
     assert f"{SRC}:{_line('out[0] = (q + 1)->val;')}" in msg
 
 
+def test_a_bfloat_element_converts_to_an_integer(kernel):
+    x = np.array([1.0, 2.5, 300.0, 7.75], np.float32)
+    out, out2 = np.zeros(4, np.uint32), np.zeros(4, np.int32)
+    kernel("bfloat_element_to_integer")(x, out, out2, threads=4, threads_per_threadgroup=4)
+    assert out.tolist() == [7, 300, 2, 1] and out2.tolist() == [1, 2, 300, 7]
+
+
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
 

@@ -380,3 +380,17 @@ kernel void struct_member_race(device float* out [[buffer(0)]],
   if (t == 0) q[1].val = 1.0f;
   if (t == 1) out[0] = (q + 1)->val;
 }
+
+// a bfloat threadgroup element converts to an integer implicitly, as bfloat does (MLX's sort
+// stores `out[i] = tgp_vals[i]` in a branch its argsort instantiation never takes)
+kernel void bfloat_element_to_integer(device const float* in [[buffer(0)]],
+                                      device uint* out [[buffer(1)]],
+                                      device int* out2 [[buffer(2)]],
+                                      uint t [[thread_index_in_threadgroup]]) {
+  threadgroup bfloat tile[4];
+  tile[t] = bfloat(in[t]);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[t] = tile[3 - t];
+  int v = tile[t];
+  out2[t] = v;
+}

@@ -125,10 +125,15 @@ template <class T> struct tg_ref {
   T* p;
   MSLEMU_AI operator T() const { tg_read(p, here()); return *p; }
   MSLEMU_AI T get() const { tg_read(p, here()); return *p; }
-  // static_cast<float>(element) where T is the software half type: one user-defined
-  // conversion (this one) instead of two (to T, then to float)
-  template <class U, class = std::enable_if_t<is_arith_v<U> && !std::is_same_v<U, T> && std::is_class_v<T>>>
+  // static_cast<float>(element) where T is the software half type or bfloat: one user-defined
+  // conversion (this one) instead of two (to T, then to float); implicit where T's own is
+  // (`device uint* out; out[i] = tile[i];` of a bfloat tile, as MLX's sort compiles)
+  template <class U, class = std::enable_if_t<is_arith_v<U> && !std::is_same_v<U, T> && std::is_class_v<T> &&
+                                              !std::is_convertible_v<T, U>>>
   MSLEMU_AI explicit operator U() const { return (U)get(); }
+  template <class U, class = std::enable_if_t<is_arith_v<U> && !std::is_same_v<U, T> && std::is_class_v<T> &&
+                                              std::is_convertible_v<T, U>>, class = void>
+  MSLEMU_AI operator U() const { return (U)get(); }
   MSLEMU_AI const tg_ref& operator=(T v) const { tg_write(p, here()); *p = v; return *this; }
   MSLEMU_AI const tg_ref& operator=(const tg_ref& o) const { T v = o.get(); tg_write(p, here()); *p = v; return *this; }
 #define MSLEMU_CMP(op) \
