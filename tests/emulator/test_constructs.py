@@ -271,6 +271,12 @@ def test_a_bfloat_element_converts_to_an_integer(kernel):
     assert out.tolist() == [7, 300, 2, 1] and out2.tolist() == [1, 2, 300, 7]
 
 
+def test_a_brace_list_initializes_a_vector_as_an_aggregate(kernel):
+    out = np.full(16, -1, np.float32)
+    kernel("vector_brace_lists")(out, threads=1, threads_per_threadgroup=1)
+    assert out.tolist() == [1, 0, 2, 0, 0, 5, 5, 0, 3, 0, 0, 0, 0, 4, 7, 0]
+
+
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
 

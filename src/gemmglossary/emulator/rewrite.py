@@ -36,6 +36,8 @@ ADDRESS_SPACES = {q: abi()[a] for q, a in {
     "device": "AS_DEVICE", "constant": "AS_CONSTANT", "threadgroup": "AS_THREADGROUP", "thread": "AS_THREAD",
     "threadgroup_imageblock": "AS_THREAD", "ray_data": "AS_THREAD", "object_data": "AS_THREAD"}.items()}
 STD_ATTRS = {"maybe_unused", "nodiscard", "likely", "unlikely", "fallthrough", "noreturn", "deprecated"}
+# Metal's vector type names (a brace list after one: pass_vector_brace_lists)
+_VECTOR_TYPE = re.compile(r"(?:packed_)?(?:float|half|bfloat|int|uint|short|ushort|char|uchar|bool|long|ulong)[234]")
 BUILTIN_TYPE_WORDS = {"unsigned", "signed", "long", "short", "int", "char", "float", "double", "bool", "void"}
 
 # each thread-position attribute and the ParamKind (mslemu_abi.h) that binds it
@@ -157,6 +159,25 @@ def _accepts(template_params: str, args: list[str]) -> bool:
     return True
 
 
+def _angle_end(toks: list[Tok], lt: int) -> int:
+    """The `>` that closes the template argument list opened at `lt` (len(toks) if none)."""
+    depth, k = 0, lt
+    while k < len(toks):
+        x = toks[k].text
+        if x == "<":
+            depth += 1
+        elif x in (">", ">>"):
+            depth -= len(x)
+            if depth <= 0:
+                return k
+        elif x in ("(", "[") and toks[k].kind == "punct":
+            k = _match(toks, k)
+        elif x in (";", "{", "}"):
+            break
+        k += 1
+    return len(toks)
+
+
 def _angle_text(toks: list[Tok], lt: int, gt: int) -> str:
     """The text between the '<' at lt and its closer at gt; a closing '>>' also ends an
     inner list, whose '>' belongs to the text."""
@@ -212,7 +233,9 @@ class Rewriter:
         self.template_kernels: dict[str, list[KernelDecl]] = {}  # by name: overloads differ in their template parameters
         self.kernel_list: list[KernelDecl] = []
         self.value_wraps: list[tuple[int, int]] = []  # (first, last) token of an expression to take by value
-        self.member_edits: list[list[tuple[int, Tok, str, str]]] = []  # pass_threadgroup_members
+        # edits made after every pass (apply_text_edits), one group at a time:
+        # pass_threadgroup_members, pass_vector_brace_lists
+        self.text_edits: list[list[tuple[int, Tok, str, str]]] = []
 
     def err(self, t: Tok, msg: str) -> CompileError:
         return CompileError(f"{t.file}:{t.line}: error: {msg}")
@@ -234,10 +257,11 @@ class Rewriter:
         self.pass_auto_copies()
         self.pass_call_arguments()
         self.pass_threadgroup_members()
+        self.pass_vector_brace_lists()
         self.pass_address_spaces()
         self.pass_dedupe()
         self.pass_cleanup()
-        self.apply_member_edits()
+        self.apply_text_edits()
         self.apply_value_wraps()
         # the shim first, before any token, so that the compiler can use it precompiled (build.py)
         text = ('#include "mslemu.h"\n' if shim_needed else "") + join(toks)
@@ -532,7 +556,7 @@ class Rewriter:
             self._rewrite_member_chain(i, k)
 
     def _rewrite_member_chain(self, root: int, k: int) -> None:
-        """Record the edits of one chain: apply_member_edits makes them after the passes that
+        """Record the edits of one chain: apply_text_edits makes them after the passes that
         match brackets and `.` by their text, and before any decay_val of the whole chain."""
         toks, n = self.toks, len(self.toks)
         edits: list[tuple[int, str, str]] = []  # (token, text put before it, text put after it)
@@ -558,19 +582,89 @@ class Rewriter:
                           (m, "", "); })")]
                 k = after
         if edits:
-            self.member_edits.append([(i, toks[i], before, after) for i, before, after in edits])
+            self.text_edits.append([(i, toks[i], before, after) for i, before, after in edits])
 
-    def apply_member_edits(self) -> None:
-        """The edits of pass_threadgroup_members, chain by chain; a chain whose tokens a later
-        pass replaced (a declaration rewritten, a duplicate definition dropped) is left alone."""
+    def apply_text_edits(self) -> None:
+        """The edits of pass_threadgroup_members and pass_vector_brace_lists, group by group;
+        a group whose tokens a later pass replaced (a declaration rewritten, a duplicate
+        definition dropped) is left alone."""
         toks = self.toks
-        for chain in self.member_edits:
+        for chain in self.text_edits:
             if any(toks[i] is not tok for i, tok, _, _ in chain):
                 continue
             for i, _, before, after in chain:
                 # the `.` or `->` itself becomes the lambda's `.` (its text is the `before`)
                 text = "." if toks[i].text in (".", "->") and before.startswith(self._MEMBER_OPEN) else toks[i].text
                 toks[i].text = before + text + after
+
+    def pass_vector_brace_lists(self) -> None:
+        """A brace list after a vector type (`float4 v = {1};`, `uint4 k{a, b, c}`,
+        `float4{x}`, each element list of `float2 pts[2] = {{1}, {2, 3}}`) initializes the
+        vector as an aggregate in Metal (clang's vector literals): the components it leaves out
+        are zero, where `float4(1)` is (1, 1, 1, 1). A C++ constructor cannot tell braces from
+        parentheses, so the list gets the shim's tag first (mslemu_vec.h). A brace list whose
+        type is not written next to it (`return {1, 2};`, a struct's member) is not seen: it
+        goes to the ordinary constructors, which take one scalar or every component."""
+        toks, n = self.toks, len(self.toks)
+        i = 0
+        while i < n:
+            t = toks[i]
+            end = None
+            if t.kind == "id" and _VECTOR_TYPE.fullmatch(t.text):
+                end = i
+            elif t.kind == "id" and t.text in ("vec", "packed_vec"):
+                lt = _sig(toks, i + 1)
+                if lt < n and toks[lt].text == "<":
+                    end = _angle_end(toks, lt)
+            if end is None:
+                i += 1
+                continue
+            pv = _prev_sig(toks, i - 1)
+            before = toks[pv].text if pv >= 0 else ""
+            if before in (".", "->"):
+                i += 1  # a member named like a type
+                continue
+            k = _sig(toks, end + 1)
+            if k < n and toks[k].text == "{":
+                # float4{...}; not a definition (`struct alignas(16) vec<T, 8> {`)
+                if before not in (")", ">", "struct", "class", "union", "enum", "typename", "operator"):
+                    self._tag_brace_list(k)
+                i = k + 1
+                continue
+            # declarators: name [dims] (= {list} | {list}), ...
+            while k < n and toks[k].kind == "id":
+                k = _sig(toks, k + 1)
+                dims = False
+                while k < n and toks[k].text == "[":
+                    dims = True
+                    k = _sig(toks, _match(toks, k) + 1)
+                if k < n and toks[k].text == "=":
+                    k = _sig(toks, k + 1)
+                if k >= n or toks[k].text != "{":
+                    break
+                if dims:  # an array of vectors: each element's list
+                    j = _sig(toks, k + 1)
+                    close = _match(toks, k)
+                    while j < close:
+                        if toks[j].text == "{":
+                            self._tag_brace_list(j)
+                            j = _match(toks, j)
+                        elif toks[j].text in ("(", "["):
+                            j = _match(toks, j)
+                        j = _sig(toks, j + 1)
+                else:
+                    self._tag_brace_list(k)
+                k = _sig(toks, _match(toks, k) + 1)
+                if k >= n or toks[k].text != ",":
+                    break
+                k = _sig(toks, k + 1)
+            i = end + 1
+
+    def _tag_brace_list(self, lb: int) -> None:
+        toks = self.toks
+        first = _sig(toks, lb + 1)
+        if first < len(toks) and toks[first].text != "}":  # `{}` is all zeros already
+            self.text_edits.append([(lb, toks[lb], "", "::metal::__mslemu_brace_list{}, ")])
 
     def apply_value_wraps(self) -> None:
         for first, last in self.value_wraps:

@@ -394,3 +394,22 @@ kernel void bfloat_element_to_integer(device const float* in [[buffer(0)]],
   int v = tile[t];
   out2[t] = v;
 }
+
+// a brace list after a vector type initializes it as an aggregate: what it leaves out is zero
+// (MLX's random.metal: `uint4 ks = {key.x, key.y, key.x ^ key.y ^ 0x1BD11BDA};`), where a
+// constructor with one scalar fills every component
+kernel void vector_brace_lists(device float* out [[buffer(0)]]) {
+  float4 a = {1};
+  float4 b = {1, 2}, c{3}, d = float4(5);
+  const uint4 u = {3u, 4u, 5u};
+  float2 pts[2] = {{1}, {2, 3}};
+  vec<float, 3> g = {8};
+  float4 h = float4{9};
+  packed_float3 pk{6};
+  float4 z{};
+  float4 all = {1, 2, 3, 4};
+  float4 parts = {float2(5, 6), 7};
+  out[0] = a.x; out[1] = a.y; out[2] = b.y; out[3] = b.z; out[4] = c.w; out[5] = d.w;
+  out[6] = float(u.z + u.w); out[7] = pts[0].y; out[8] = pts[1].y; out[9] = g.z; out[10] = h.y;
+  out[11] = pk.y; out[12] = z.x; out[13] = all.w; out[14] = parts.z; out[15] = parts.w;
+}

@@ -13,7 +13,9 @@ template <class T, int N> struct packed_vec : packed_storage<T, N> {
   packed_vec() = default;
   MSLEMU_AI packed_vec(const vec<T, N>& v) { for (int i = 0; i < N; ++i) this->e[i] = v[i]; }
   MSLEMU_AI explicit packed_vec(T s) { for (int i = 0; i < N; ++i) this->e[i] = s; }
-  template <class A0, class A1, class... As>
+  template <class... As>
+  MSLEMU_AI packed_vec(__mslemu_brace_list, const As&... as) : packed_vec(vec<T, N>(__mslemu_brace_list{}, as...)) {}
+  template <class A0, class A1, class = std::enable_if_t<!std::is_same_v<A0, __mslemu_brace_list>>, class... As>
   MSLEMU_AI packed_vec(const A0& a0, const A1& a1, const As&... as) : packed_vec(vec<T, N>(a0, a1, as...)) {}
   MSLEMU_AI operator vec<T, N>() const { vec<T, N> v; for (int i = 0; i < N; ++i) v[i] = this->e[i]; return v; }
   template <class U, class = std::enable_if_t<!std::is_same_v<U, T>>>

@@ -6,6 +6,11 @@
 namespace metal {
 
 template <class T, int N> struct vec;
+// The tag the rewriter puts first in a brace list after a vector type (`float4 v = {1}`):
+// Metal's vectors take a brace list as an aggregate does, the components it leaves out
+// being zero, (1, 0, 0, 0) here, where `float4(1)` is (1, 1, 1, 1); a C++ constructor
+// cannot tell braces from parentheses by itself.
+struct __mslemu_brace_list {};
 
 template <int... I> constexpr bool distinct_indices() {
   constexpr int idx[] = {I...};
@@ -51,11 +56,18 @@ template <class T, class X> MSLEMU_AI void vput(T* d, int& k, const X& x) {
   MSLEMU_AI vec(T s) { for (int i = 0; i < N; ++i) e[i] = s; }                                 \
   template <class S, class = std::enable_if_t<mslemu::is_arith_v<S> && !std::is_same_v<S, T>>> \
   MSLEMU_AI vec(S s) { for (int i = 0; i < N; ++i) e[i] = (T)s; }                              \
-  template <class A0, class A1, class... As>                                                   \
+  template <class A0, class A1, class = std::enable_if_t<!std::is_same_v<A0, __mslemu_brace_list>>, \
+            class... As>                                                                       \
   MSLEMU_AI vec(const A0& a0, const A1& a1, const As&... as) {                                 \
     static_assert(ncomp<A0>::value + ncomp<A1>::value + (0 + ... + ncomp<As>::value) == N,     \
                   "wrong number of vector components");                                        \
     int k = 0; vput(e, k, a0); vput(e, k, a1); (vput(e, k, as), ...);                          \
+  }                                                                                            \
+  template <class... As>                                                                       \
+  MSLEMU_AI vec(__mslemu_brace_list, const As&... as) {                                                 \
+    static_assert((0 + ... + ncomp<As>::value) <= N, "too many components in a vector's brace list"); \
+    for (int i = 0; i < N; ++i) e[i] = T(0);                                                   \
+    int k = 0; (vput(e, k, as), ...);                                                          \
   }                                                                                            \
   template <class U, class = std::enable_if_t<!std::is_same_v<U, T>>>                          \
   MSLEMU_AI explicit vec(const vec<U, N>& o) { for (int i = 0; i < N; ++i) e[i] = (T)o[i]; }    \
