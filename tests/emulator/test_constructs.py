@@ -277,6 +277,23 @@ def test_a_brace_list_initializes_a_vector_as_an_aggregate(kernel):
     assert out.tolist() == [1, 0, 2, 0, 0, 5, 5, 0, 3, 0, 0, 0, 0, 4, 7, 0]
 
 
+NAMES_OF_STD_SRC = """#include <metal_stdlib>
+using namespace metal;
+constant bool forward [[function_constant(0)]];  // MLX's rope.metal
+constant int move = 3;
+kernel void k(device int* out [[buffer(0)]]) { out[0] = forward ? move : -move; }
+"""
+
+
+@pytest.mark.parametrize("forward,expect", [(True, 3), (False, -3)])
+def test_std_names_are_free_for_kernels(forward, expect):
+    """`using namespace metal;` brings no `forward` or `move`: Metal's library has neither."""
+    out = np.zeros(1, np.int32)
+    load_kernel(NAMES_OF_STD_SRC, "k", function_constants={"forward": forward})(out, threads=1,
+                                                                               threads_per_threadgroup=1)
+    assert out[0] == expect
+
+
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
 

@@ -103,8 +103,6 @@ using std::integer_sequence;
 using std::index_sequence;
 using std::make_integer_sequence;
 using std::make_index_sequence;
-using std::forward;
-using std::move;
 
 // Metal's internal spellings
 template <class... B> using _conjunction = std::conjunction<B...>;
