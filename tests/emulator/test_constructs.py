@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmglossary.emulator import CompileError, DataRaceError, load_kernel
+from gemmglossary.emulator import CompileError, DataRaceError, PortabilityError, PortabilityWarning, load_kernel
 
 SRC = Path(__file__).parent / "kernels" / "constructs.metal"
 
@@ -292,6 +292,53 @@ def test_std_names_are_free_for_kernels(forward, expect):
     load_kernel(NAMES_OF_STD_SRC, "k", function_constants={"forward": forward})(out, threads=1,
                                                                                threads_per_threadgroup=1)
     assert out[0] == expect
+
+
+TG_INIT_SRC = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device float* out [[buffer(0)]], uint t [[thread_index_in_threadgroup]]) {
+  threadgroup float buf[4] = {0}, other[2] = {0.0f, 0};
+  if (t == 0) buf[1] = 5;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[t] = buf[1] + other[1];
+}
+"""
+
+
+def test_a_zero_initializer_of_threadgroup_memory_warns():
+    """MLX's layer_norm.metal: `threadgroup float local_buffer[SIMD_SIZE] = {0};`."""
+    k = load_kernel(TG_INIT_SRC, "k")
+    out = np.zeros(4, np.float32)
+    with pytest.warns(PortabilityWarning, match=r"'buf' \(\{ 0 \}\), 'other' .* at <source>:4 have initializers"):
+        k(out, threads=4, threads_per_threadgroup=4)
+    assert out.tolist() == [5, 5, 5, 5]
+    with pytest.raises(PortabilityError):
+        k(out, threads=4, threads_per_threadgroup=4, strict=True)
+
+
+def test_another_initializer_of_threadgroup_memory_is_refused():
+    with pytest.raises(CompileError, match=r"<source>:4: error: threadgroup variable 'buf' has an initializer \(\{ 1 \}\)"):
+        load_kernel(TG_INIT_SRC.replace("buf[4] = {0}", "buf[4] = {1}"), "k")
+
+
+STEEL_CONST_SRC = """#include <metal_stdlib>
+using namespace metal;
+#define STEEL_CONST static constant constexpr const
+STEEL_CONST bool inv_ [[function_constant(0)]];  // MLX's fft.h
+template <typename T> struct Traits { using scalar_t = T; };
+template <typename T> struct Traits<vec<T, 2>> { using scalar_t = T; };
+kernel void k(device float* out [[buffer(0)]]) {
+  Traits<float2>::scalar_t x = inv_ ? -1.0f : 1.0f;
+  out[0] = x;
+}
+"""
+
+
+@pytest.mark.parametrize("inv", [True, False])
+def test_static_constexpr_function_constants_and_vector_specializations(inv):
+    out = np.zeros(1, np.float32)
+    load_kernel(STEEL_CONST_SRC, "k", function_constants={"inv_": inv})(out, threads=1, threads_per_threadgroup=1)
+    assert out[0] == (-1 if inv else 1)
 
 
 def _line(text):

@@ -36,6 +36,8 @@ ADDRESS_SPACES = {q: abi()[a] for q, a in {
     "device": "AS_DEVICE", "constant": "AS_CONSTANT", "threadgroup": "AS_THREADGROUP", "thread": "AS_THREAD",
     "threadgroup_imageblock": "AS_THREAD", "ray_data": "AS_THREAD", "object_data": "AS_THREAD"}.items()}
 STD_ATTRS = {"maybe_unused", "nodiscard", "likely", "unlikely", "fallthrough", "noreturn", "deprecated"}
+# a literal zero (`0`, `0.0f`, `0u`, `.0`), the only initializer a threadgroup variable may have here
+_ZERO_LITERAL = re.compile(r"(?:0+|0*\.0*|0+\.0*|0x0+)(?:[eE][+-]?\d+)?[fFhHuUlL]*")
 # Metal's vector type names (a brace list after one: pass_vector_brace_lists)
 _VECTOR_TYPE = re.compile(r"(?:packed_)?(?:float|half|bfloat|int|uint|short|ushort|char|uchar|bool|long|ulong)[234]")
 BUILTIN_TYPE_WORDS = {"unsigned", "signed", "long", "short", "int", "char", "float", "double", "bool", "void"}
@@ -627,7 +629,9 @@ class Rewriter:
             k = _sig(toks, end + 1)
             if k < n and toks[k].text == "{":
                 # float4{...}; not a definition (`struct alignas(16) vec<T, 8> {`)
-                if before not in (")", ">", "struct", "class", "union", "enum", "typename", "operator"):
+                # nor a list after a template argument list that vec<...> ends (`S<vec<T, 2>> {`)
+                if before not in (")", ">", "struct", "class", "union", "enum", "typename", "operator") and \
+                        toks[end].text != ">>":
                     self._tag_brace_list(k)
                 i = k + 1
                 continue
@@ -695,7 +699,15 @@ class Rewriter:
                     idx_text = dict(items)["function_constant"]
                     name_i = _prev_sig(toks, k - 1)
                     name = toks[name_i].text
-                    typ = _text(toks, i + 1, name_i - 1)
+                    # `static constant constexpr const bool x [[function_constant(0)]]` (MLX's
+                    # STEEL_CONST): the declaration below says static constexpr itself
+                    typ = " ".join(w for w in _text(toks, i + 1, name_i - 1).split()
+                                   if w not in ("static", "constexpr", "const"))
+                    while True:
+                        pv = _prev_sig(toks, i - 1)
+                        if pv < 0 or toks[pv].text not in ("static", "constexpr", "const"):
+                            break
+                        _blank(toks, pv, i - 1, " ")
                     try:
                         idx = int(idx_text, 0)
                     except ValueError:
@@ -1170,9 +1182,9 @@ class Rewriter:
         depth = 0
         while k < semi:
             x = toks[k]
-            if x.text in ("[", "("):
+            if x.text in ("[", "(", "{"):
                 depth += 1
-            elif x.text in ("]", ")"):
+            elif x.text in ("]", ")", "}"):
                 depth -= 1
             if x.text == "," and depth == 0:
                 decls.append(cur)
@@ -1181,7 +1193,7 @@ class Rewriter:
                 cur.append(x)
             k += 1
         decls.append(cur)
-        out = []
+        out, initialized = [], []
         for d in decls:
             name = d[0].text
             dims = []
@@ -1200,14 +1212,33 @@ class Rewriter:
                         e += 1
                     dims.append("(" + " ".join(x.text for x in d[m + 1:e]) + ")")
                     m = e + 1
+                elif d[m].text == "=":
+                    init = d[m + 1:]
+                    text = " ".join(x.text for x in init)
+                    if not init or not all(x.text in ("{", "}", ",", "false") or _ZERO_LITERAL.fullmatch(x.text)
+                                           for x in init):
+                        raise self.err(d[m], f"threadgroup variable '{name}' has an initializer ({text}) that is not "
+                                             "zero: a GPU gives threadgroup memory no defined contents, and the "
+                                             "emulator does not guess whether or when it applies one; write the "
+                                             "values, then a threadgroup_barrier")
+                    initialized.append((name, text, d[m]))  # MLX's layer_norm: `threadgroup float b[32] = {0};`
+                    break
                 else:
-                    raise self.err(d[m], f"threadgroup variable '{name}' cannot have an initializer")
+                    raise self.err(d[m], f"threadgroup variable '{name}': unexpected '{d[m].text}' in its declaration")
             slot = f"__mslemu_tgslot_{name}_{toks[start].line}"
             if dims:
                 out.append(f"static ::mslemu::TgSlot {slot}; auto {name} = ::mslemu::tg_array<{typ}, "
                            f"{', '.join(dims)}>::get({slot}, \"{name}\");")
             else:
                 out.append(f"static ::mslemu::TgSlot {slot}; auto {name} = ::mslemu::tg_var<{typ}>::get({slot}, \"{name}\");")
+        if initialized:
+            at = initialized[0][2]
+            what = ", ".join(f"'{nm}' ({tx})" for nm, tx, _ in initialized)
+            msg = (f"threadgroup {'variable' if len(initialized) == 1 else 'variables'} {what} at {at.file}:{at.line} "
+                   f"{'has an initializer' if len(initialized) == 1 else 'have initializers'}; the emulator does not "
+                   f"apply {'it' if len(initialized) == 1 else 'them'} (its threadgroup memory starts zeroed, which reads the same), but a GPU gives threadgroup "
+                   "memory no defined contents: write the values, then a threadgroup_barrier")
+            out.append(f'::mslemu::portability("{_esc(at.file)}", {at.line}, "%s", "{_esc(msg)}");')
         _blank(self.toks, start, semi, " ".join(out))
         return semi + 1
 
