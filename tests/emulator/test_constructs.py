@@ -341,6 +341,42 @@ def test_static_constexpr_function_constants_and_vector_specializations(inv):
     assert out[0] == (-1 if inv else 1)
 
 
+def test_a_product_of_simdgroup_matrices(kernel):
+    rng = np.random.default_rng(5)
+    a, b = (rng.uniform(-1, 1, (8, 8)).astype(np.float32) for _ in range(2))
+    out = np.zeros((8, 8), np.float32)
+    kernel("simdgroup_matrix_product")(a, b, out, threads=32, threads_per_threadgroup=32)
+    np.testing.assert_allclose(out, (a.astype(np.float64) @ b @ a), rtol=1e-5, atol=1e-5)
+
+
+DEDUCED_SRC = """#include <metal_stdlib>
+using namespace metal;
+// an explicit instantiation that names no template arguments: they are deduced from its
+// parameter types (MLX's conv.metal instantiates naive_unfold_Nd so)
+template <typename T, int N> struct Dims { int n[N]; };
+template <typename T, int N>
+kernel void deduced(const device T* in [[buffer(0)]], device T* out [[buffer(1)]],
+                    const constant Dims<T, N>* dims [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  out[i] = in[i] * T(N) + T(dims->n[N - 1]);
+}
+template [[host_name("deduced_float_2")]] [[kernel]] void deduced(
+    const device float* in [[buffer(0)]], device float* out [[buffer(1)]],
+    const constant Dims<float, 2>* dims [[buffer(2)]], uint i [[thread_position_in_grid]]);
+template [[host_name("deduced_int_3")]] [[kernel]] void deduced(
+    const device int* in [[buffer(0)]], device int* out [[buffer(1)]],
+    const constant Dims<int, 3>* dims [[buffer(2)]], uint i [[thread_position_in_grid]]);
+"""
+
+
+@pytest.mark.parametrize("name,dtype,n", [("deduced_float_2", np.float32, 2), ("deduced_int_3", np.int32, 3)])
+def test_template_arguments_deduced_from_an_instantiation(name, dtype, n):
+    x = np.arange(5, dtype=dtype)
+    out = np.zeros(5, dtype)
+    dims = np.array([10, 20, 30][:n], np.int32)
+    load_kernel(DEDUCED_SRC, name)(x, out, dims.tobytes(), threads=5, threads_per_threadgroup=5)
+    assert out.tolist() == (x * n + dims[-1]).tolist()
+
+
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
 

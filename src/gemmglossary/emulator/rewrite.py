@@ -161,6 +161,51 @@ def _accepts(template_params: str, args: list[str]) -> bool:
     return True
 
 
+def _param_type(param: str) -> str:
+    """A parameter declaration without its attributes and name: `const device T* in [[buffer(0)]]`
+    gives `const device T*`."""
+    p = re.sub(r"\[\s*\[.*?\]\s*\]", " ", param, flags=re.S).strip()
+    p = re.sub(r"=.*$", "", p).strip()  # a default argument
+    m = re.match(r"(.*?)\s*\b[A-Za-z_]\w*\s*((\[[^\]]*\]\s*)*)$", p, re.S)
+    return m.group(1) if m and m.group(1).strip() else p
+
+
+def _type_words(typ: str) -> list[str]:
+    return re.findall(r"[A-Za-z_]\w*|\d\w*|::|>>|\S", typ)
+
+
+def _template_param_name(param: str) -> str:
+    words = re.findall(r"[A-Za-z_]\w*", param.split("=")[0])
+    return words[-1] if words else ""
+
+
+def _unify(pattern: list[str], given: list[str], names: set[str], binding: dict[str, list[str]]) -> bool:
+    """Match a template's parameter type against a concrete one, word by word, binding the
+    template parameter names (each to the words it stands for)."""
+    i = j = 0
+    while i < len(pattern):
+        w = pattern[i]
+        if w in names:
+            stop = pattern[i + 1] if i + 1 < len(pattern) else None
+            depth, k = 0, j
+            while k < len(given):
+                g = given[k]
+                if depth == 0 and stop is not None and g == stop and k > j:
+                    break
+                depth += g in ("<", "(") or 0
+                depth -= (g in (">", ")")) + 2 * (g == ">>")
+                k += 1
+            if k == j or (w in binding and binding[w] != given[j:k]):
+                return False
+            binding[w] = given[j:k]
+            i, j = i + 1, k
+            continue
+        if j >= len(given) or given[j] != w:
+            return False
+        i, j = i + 1, j + 1
+    return j == len(given)
+
+
 def _angle_end(toks: list[Tok], lt: int) -> int:
     """The `>` that closes the template argument list opened at `lt` (len(toks) if none)."""
     depth, k = 0, lt
@@ -909,13 +954,21 @@ class Rewriter:
         mtt, host_name = self._kernel_options(self._attributes(start, semi - 1)[0])
         # the declarator: NAME<ARGS> before the ';' (or before a parameter list)
         e = _prev_sig(toks, semi - 1)
+        rp = None
         if toks[e].text == ")":
+            rp = e
             e = _prev_sig(toks, _match_back(toks, e) - 1)
-        if toks[e].text not in (">", ">>"):
+        if toks[e].text in (">", ">>"):
+            lt = _match_back(toks, e)
+            fname = toks[_prev_sig(toks, lt - 1)].text
+            targs = _angle_text(toks, lt, e)
+        elif rp is not None and toks[e].kind == "id":
+            # `template [[host_name("x")]] [[kernel]] void f(const device float* in, ...);`:
+            # the template arguments are deduced from the parameter types (MLX's conv.metal)
+            fname = toks[e].text
+            targs = self._deduce_template_args(fname, _text(toks, _match_back(toks, rp) + 1, rp - 1), toks[e])
+        else:
             raise self.err(toks[e], "expected the kernel template's arguments (f<...>) in a kernel instantiation")
-        lt = _match_back(toks, e)
-        fname = toks[_prev_sig(toks, lt - 1)].text
-        targs = _angle_text(toks, lt, e)
         base = self._overload(fname, targs, toks[i])
         name = host_name or f"{fname}<{targs}>"
         self.all_names.append(name)
@@ -928,6 +981,42 @@ class Rewriter:
                         template_args=targs, is_template=True, ns=base.ns, mtt_in_template=mtt is None)
         self.add_kernel(kd, toks[i])
         return semi + 1
+
+    def _deduce_template_args(self, fname: str, params_text: str, t: Tok) -> str:
+        """The template arguments of an instantiation that names none, from its parameter types
+        matched against those of the kernel template (`const device T* in` against `const device
+        float* in` gives T = float), as C++ deduces them; the arguments after the last deduced
+        one are left to their defaults."""
+        overloads = self.template_kernels.get(fname)
+        if not overloads:
+            raise self.err(t, f"instantiation of unknown template kernel '{fname}'")
+        given = [_type_words(_param_type(p)) for p in _top_level_split(params_text) if p.strip()]
+        found = []
+        for k in overloads:
+            if len(k.params) != len(given):
+                continue
+            tparams = _top_level_split(k.template_params or "")
+            names = [_template_param_name(p) for p in tparams]
+            binding: dict[str, list[str]] = {}
+            if all(_unify(_type_words(p.type), g, set(names), binding) for p, g in zip(k.params, given)):
+                found.append((k, tparams, names, binding))
+        if len(found) != 1:
+            raise self.err(t, f"instantiation of kernel template '{fname}' without template arguments: "
+                              f"{'no' if not found else len(found)} template(s) of that name match its parameter "
+                              f"types; write {fname}<...>")
+        k, tparams, names, binding = found[0]
+        args = []
+        last = max((n for n, nm in enumerate(names) if nm in binding), default=-1)
+        for n in range(last + 1):
+            if names[n] not in binding:
+                raise self.err(t, f"instantiation of kernel template '{fname}': its template parameter "
+                                  f"'{tparams[n].strip()}' is not deduced from the parameter types; write {fname}<...>")
+            args.append(" ".join(binding[names[n]]))
+        if any("=" not in p and "..." not in p for p in tparams[last + 1:]):
+            raise self.err(t, f"instantiation of kernel template '{fname}': template parameters "
+                              f"{', '.join(p.strip() for p in tparams[last + 1:])} are not deduced from the "
+                              f"parameter types; write {fname}<...>")
+        return ", ".join(args)
 
     def add_kernel(self, kd: KernelDecl, t: Tok) -> None:
         if not kd.is_template:

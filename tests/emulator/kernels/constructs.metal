@@ -413,3 +413,15 @@ kernel void vector_brace_lists(device float* out [[buffer(0)]]) {
   out[6] = float(u.z + u.w); out[7] = pts[0].y; out[8] = pts[1].y; out[9] = g.z; out[10] = h.y;
   out[11] = pk.y; out[12] = z.x; out[13] = all.w; out[14] = parts.z; out[15] = parts.w;
 }
+
+// `a * b` of simdgroup matrices, chained (MLX's conv.metal: `(G * g) * Gt`)
+kernel void simdgroup_matrix_product(device const float* a [[buffer(0)]],
+                                     device const float* b [[buffer(1)]],
+                                     device float* out [[buffer(2)]]) {
+  simdgroup_float8x8 A, B;
+  simdgroup_load(A, a, 8);
+  simdgroup_load(B, b, 8);
+  simdgroup_float8x8 C = (A * B) * A;
+  simdgroup_store(C, out, 8);
+}
+

@@ -114,5 +114,13 @@ inline void simdgroup_multiply(simdgroup_matrix<TD, C, R>& d, const simdgroup_ma
                                const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   mma_<TD, TA, TB, TD, C, R>(d, a, b, nullptr, file, line);
 }
+// `a * b`: the product as a new matrix (MLX's conv.metal: `(G * g) * Gt`); an operator has no
+// default arguments to take its call site from, so a divergence error names the operator
+template <class T, int C, int R>
+MSLEMU_AI simdgroup_matrix<T, C, R> operator*(const simdgroup_matrix<T, C, R>& a, const simdgroup_matrix<T, C, R>& b) {
+  simdgroup_matrix<T, C, R> d;
+  mma_<T, T, T, T, C, R>(d, a, b, nullptr, "simdgroup_matrix operator*", 0);
+  return d;
+}
 
 }  // namespace metal
