@@ -377,6 +377,27 @@ def test_template_arguments_deduced_from_an_instantiation(name, dtype, n):
     assert out.tolist() == (x * n + dims[-1]).tolist()
 
 
+COHERENT_SRC = """#include <metal_stdlib>
+#include <metal_atomic>
+using namespace metal;
+kernel void k(volatile coherent(system) device uint* stamp [[buffer(0)]],
+              const volatile coherent(device) device uint* in [[buffer(1)]],
+              constant uint& value [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  stamp[i] = value + in[i];  // MLX's fence.metal
+  atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
+}
+"""
+
+
+def test_coherent_and_volatile_pointers():
+    stamp = np.zeros(4, np.uint32)
+    load_kernel(COHERENT_SRC, "k")(stamp, np.arange(4, dtype=np.uint32), np.uint32(7), threads=4,
+                                   threads_per_threadgroup=4)
+    assert stamp.tolist() == [7, 8, 9, 10]
+    with pytest.raises(CompileError, match=r"<source>:4: error: coherent\(threadgroup\)"):
+        load_kernel(COHERENT_SRC.replace("coherent(system)", "coherent(threadgroup)"), "k")
+
+
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
 

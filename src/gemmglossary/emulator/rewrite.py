@@ -297,6 +297,7 @@ class Rewriter:
                 shim_needed = True
             elif t.kind == "pp" and re.match(r"#\s*pragma\s+(clang|unroll)", t.text):
                 t.text = ""
+        self.pass_coherence()
         self.pass_asm_intrinsics()
         self.pass_function_constants()
         self.pass_kernels()
@@ -316,6 +317,24 @@ class Rewriter:
         self.out.text = text
         self.out.all_names = self.all_names
         return self.out
+
+    def pass_coherence(self) -> None:
+        """`coherent(device)` / `coherent(system)` before a pointer's address space (Metal 3.2:
+        its stores are visible to other threadgroups, or to the CPU, without waiting for the
+        kernel to end): the emulator's device memory is one process's memory, coherent for
+        every thread, so the qualifier goes."""
+        toks, n = self.toks, len(self.toks)
+        for i, t in enumerate(toks):
+            if t.kind != "id" or t.text != "coherent":
+                continue
+            lp = _sig(toks, i + 1)
+            if lp >= n or toks[lp].text != "(":
+                continue
+            rp = _match(toks, lp)
+            scope = _text(toks, lp + 1, rp - 1).strip()
+            if scope not in ("device", "system", "thread_scope_device", "thread_scope_system"):
+                raise self.err(t, f"coherent({scope}): the emulator knows coherent(device) and coherent(system)")
+            _blank(toks, i, rp, " ")
 
     def pass_asm_intrinsics(self) -> None:
         """`__asm("air.x")` links a declaration to an undocumented intrinsic of Apple's compiler.
@@ -1175,9 +1194,10 @@ class Rewriter:
         start = i
         const = False
         pv = _prev_sig(toks, i - 1)
-        if pv >= 0 and toks[pv].text == "const":
-            const = True
+        while pv >= 0 and toks[pv].text in ("const", "volatile"):  # `volatile coherent(system) device uint*`
+            const = const or toks[pv].text == "const"
             start = pv
+            pv = _prev_sig(toks, pv - 1)
         j = _sig(toks, i + 1)
         # storage/declaration keywords right after the address space: just drop it
         if toks[j].text in ("constexpr", "static", "inline"):
