@@ -398,6 +398,52 @@ def test_coherent_and_volatile_pointers():
         load_kernel(COHERENT_SRC.replace("coherent(system)", "coherent(threadgroup)"), "k")
 
 
+ARRAYS_AND_OBJECTS_SRC = """#include <metal_stdlib>
+using namespace metal;
+// a parameter of array type in an address space is a pointer into it (MLX's utils.h:
+// `elem_to_loc_2(uint2 elem, constant const int64_t strides[2])`)
+long stride_of(constant const int64_t strides[2], int k) { return strides[k]; }
+// a template deduces T from a threadgroup array (MLX's quantized_utils.h gemm_loop_aligned)
+template <typename T> void fill(threadgroup T* a, uint t, T scale) { a[t] = T(t) * scale; }
+template <typename T> struct Cx { T re, im; };
+template <typename T> Cx<T> operator*(Cx<T> a, Cx<T> b) { return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; }
+template <typename T> thread Cx<T>& operator+=(thread Cx<T>& a, Cx<T> b) { a.re += b.re; a.im += b.im; return a; }
+kernel void k(device float* out [[buffer(0)]], constant const int64_t* st [[buffer(1)]],
+              uint t [[thread_index_in_threadgroup]]) {
+  threadgroup float tile[4];
+  threadgroup Cx<float> cx[4];
+  fill(tile, t, float(stride_of(st, 1)));
+  cx[t] = Cx<float>{float(t), 1.0f};
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  Cx<float> acc = {0.0f, 0.0f};
+  for (int i = 0; i < 4; ++i) acc += cx[i];            // the class's templated operator
+  Cx<float> p = cx[t] * cx[(t + 1) % 4];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (t == 0) cx[0] += Cx<float>{10.0f, 0.0f};         // onto a threadgroup object
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[4 * t] = tile[(t + 1) % 4];
+  out[4 * t + 1] = acc.re + acc.im * 100.0f;
+  out[4 * t + 2] = p.re + p.im * 100.0f;
+  out[4 * t + 3] = cx[0].re;
+}
+"""
+
+
+def test_array_parameters_array_arguments_and_operators_of_threadgroup_objects():
+    out = np.zeros(16, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_kernel(ARRAYS_AND_OBJECTS_SRC, "k")(out, np.array([1, 3], np.int64), threads=4, threads_per_threadgroup=4)
+    got = out.reshape(4, 4)
+    t = np.arange(4)
+    z = t + 1j
+    prod = z * z[(t + 1) % 4]
+    assert got[:, 0].tolist() == (3.0 * ((t + 1) % 4)).tolist()
+    assert got[:, 1].tolist() == [6 + 400] * 4
+    np.testing.assert_array_equal(got[:, 2], (prod.real + prod.imag * 100).astype(np.float32))
+    assert got[:, 3].tolist() == [10] * 4
+
+
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
 

@@ -280,6 +280,8 @@ class Rewriter:
         self.template_kernels: dict[str, list[KernelDecl]] = {}  # by name: overloads differ in their template parameters
         self.kernel_list: list[KernelDecl] = []
         self.value_wraps: list[tuple[int, int]] = []  # (first, last) token of an expression to take by value
+        self.array_wraps: list[tuple[int, Tok]] = []  # a threadgroup array passed to a function: decay_array (pass_call_arguments)
+        self._tg_scope_cache: dict[str, list[tuple[int, int]]] | None = None
         # edits made after every pass (apply_text_edits), one group at a time:
         # pass_threadgroup_members, pass_vector_brace_lists
         self.text_edits: list[list[tuple[int, Tok, str, str]]] = []
@@ -487,10 +489,15 @@ class Rewriter:
 
     def _wrap_if_element(self, a: int, b: int) -> None:
         """Record tokens a..b for decay_val if they form `[*]name(.name|->name|[...])*` with a
-        subscript or a dereference in it."""
+        subscript or a dereference in it; a lone name of a threadgroup array for decay_array
+        (a template's `threadgroup T* p` deduces T from a pointer, not from the emulator's
+        array: MLX's quantized_utils.h gemm_loop_aligned(Xs, Ws, ...))."""
         toks = self.toks
         sig = [k for k in range(a, b + 1) if toks[k].kind not in ("ws", "nl", "comment")]
         if not sig:
+            return
+        if len(sig) == 1 and toks[sig[0]].kind == "id" and self._in_tg_scope(toks[sig[0]].text, sig[0]):
+            self.array_wraps.append((sig[0], toks[sig[0]]))
             return
         k = 0
         deref = toks[sig[0]].text == "*"
@@ -564,6 +571,14 @@ class Rewriter:
                 scopes.setdefault(name, []).append(scope)
         return scopes
 
+    def _tg_scopes(self) -> dict[str, list[tuple[int, int]]]:
+        if self._tg_scope_cache is None:  # (the passes that use it change no token before they run)
+            self._tg_scope_cache = self._threadgroup_names()
+        return self._tg_scope_cache
+
+    def _in_tg_scope(self, name: str, at: int) -> bool:
+        return any(a <= at <= b for a, b in self._tg_scopes().get(name, ()))
+
     def _declaration_scope(self, inner: int, at: int) -> tuple[int, int] | None:
         toks, n = self.toks, len(self.toks)
         if inner < 0:
@@ -585,7 +600,7 @@ class Rewriter:
         chain inside sizeof/decltype/alignof is left as it is (no lambda may appear there)."""
         toks = self.toks
         n = len(toks)
-        names = self._threadgroup_names()
+        names = self._tg_scopes()
         if not names:
             return
 
@@ -735,6 +750,9 @@ class Rewriter:
             self.text_edits.append([(lb, toks[lb], "", "::metal::__mslemu_brace_list{}, ")])
 
     def apply_value_wraps(self) -> None:
+        for k, tok in self.array_wraps:
+            if self.toks[k] is tok:
+                tok.text = "::mslemu::decay_array(" + tok.text + ")"
         for first, last in self.value_wraps:
             self.toks[first].text = "::mslemu::decay_val(" + self.toks[first].text
             self.toks[last].text = self.toks[last].text + ")"
@@ -1257,6 +1275,17 @@ class Rewriter:
         if nxt in ("&", "&&"):
             _blank(toks, start, j - 1, f"{cq}{typ} ")
             return j + 1
+        # a parameter of array type (`constant const int64_t strides[2]`, MLX's utils.h) is a
+        # pointer in C++ as in Metal: one into that address space
+        before = _prev_sig(toks, start - 1)
+        if asid != 0 and toks[j].kind == "id" and before >= 0 and toks[before].text in ("(", ","):
+            lb = _sig(toks, j + 1)
+            if lb < len(toks) and toks[lb].text == "[" and not _is_attr_start(toks, lb):
+                after = _sig(toks, _match(toks, lb) + 1)
+                if after < len(toks) and (toks[after].text in (",", ")") or _is_attr_start(toks, after)):
+                    _blank(toks, start, j - 1, f"::mslemu::ptr<{asid}, {cq}{typ}> ")
+                    _blank(toks, lb, _match(toks, lb), " ")
+                    return after
         # a variable declaration
         if asid == 3:
             return self.rewrite_tg_decl(start, typ, j)

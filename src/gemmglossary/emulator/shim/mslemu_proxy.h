@@ -102,6 +102,32 @@ template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_member(O&& o, 
     return f(std::forward<O>(o));
   }
 }
+// operators with a threadgroup object of class type as an operand compute on its value, as
+// the element operators above do (a templated operator of the class, MLX's complex_t
+// `operator+=(thread complex_t<T>&, complex_t<T>)`, deduces nothing from the proxy: gemv's
+// `result[tm] += tgp_results[i]` for complex64)
+template <class X> struct is_tg_obj_ref : std::false_type {};
+template <class T> struct is_tg_obj_ref<tg_obj_ref<T>> : std::true_type {};
+template <class A, class B> inline constexpr bool tg_obj_operands_v =
+    is_tg_obj_ref<remove_cvref_t<A>>::value || is_tg_obj_ref<remove_cvref_t<B>>::value;
+#define MSLEMU_OBJOP(op)                                                                               \
+  template <class A, class B, class = std::enable_if_t<tg_obj_operands_v<A, B>>, class = void>         \
+  MSLEMU_AI auto operator op(const A& a, const B& b) -> decltype(val(a) op val(b)) { return val(a) op val(b); }
+MSLEMU_OBJOP(+) MSLEMU_OBJOP(-) MSLEMU_OBJOP(*) MSLEMU_OBJOP(/) MSLEMU_OBJOP(%) MSLEMU_OBJOP(&) MSLEMU_OBJOP(|)
+MSLEMU_OBJOP(^) MSLEMU_OBJOP(<<) MSLEMU_OBJOP(>>) MSLEMU_OBJOP(==) MSLEMU_OBJOP(!=) MSLEMU_OBJOP(<) MSLEMU_OBJOP(>)
+MSLEMU_OBJOP(<=) MSLEMU_OBJOP(>=)
+#undef MSLEMU_OBJOP
+#define MSLEMU_OBJCOP(op)                                                                              \
+  template <class A, class B, class = std::enable_if_t<is_tg_obj_ref<remove_cvref_t<B>>::value &&      \
+                                                       !is_proxy_v<A>>>                                \
+  MSLEMU_AI auto operator op(A& a, const B& b) -> decltype(a op val(b)) { return a op val(b); }        \
+  template <class A, class B, class = std::enable_if_t<is_tg_obj_ref<A>::value>, class = void>         \
+  MSLEMU_AI auto operator op(const A& a, const B& b)                                                   \
+      -> decltype(std::declval<val_t<A>&>() op val(b), a) { val_t<A> v = val(a); v op val(b); a = v; return a; }
+MSLEMU_OBJCOP(+=) MSLEMU_OBJCOP(-=) MSLEMU_OBJCOP(*=) MSLEMU_OBJCOP(/=) MSLEMU_OBJCOP(%=) MSLEMU_OBJCOP(&=)
+MSLEMU_OBJCOP(|=) MSLEMU_OBJCOP(^=) MSLEMU_OBJCOP(<<=) MSLEMU_OBJCOP(>>=)
+#undef MSLEMU_OBJCOP
+
 // a member function of a threadgroup object: a read of the whole object (what the function
 // writes to it is not checked; docs/emulator.md)
 template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_call(O&& o, F&& f) {
