@@ -444,6 +444,27 @@ def test_array_parameters_array_arguments_and_operators_of_threadgroup_objects()
     assert got[:, 3].tolist() == [10] * 4
 
 
+TG_VECTOR_VAR_SRC = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device float* out [[buffer(0)]], uint t [[thread_index_in_threadgroup]]) {
+  threadgroup float4 v;
+  if (t == 0) v.xy = float2(1.0f, 2.0f);
+  if (t == 1) v.z = 3.0f;
+  if (t == 2) v.w = 4.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[t] = dot(v.xyz, float3(1.0f, 10.0f, 100.0f)) + v.w * 1000.0f;
+}
+"""
+
+
+def test_components_of_a_threadgroup_vector_variable():
+    out = np.zeros(4, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # each component written by its own thread: no race
+        load_kernel(TG_VECTOR_VAR_SRC, "k")(out, threads=4, threads_per_threadgroup=4)
+    assert out.tolist() == [4321.0] * 4
+
+
 def _line(text):
     return next(i for i, ln in enumerate(SRC.read_text().splitlines(), 1) if text in ln)
 

@@ -79,11 +79,15 @@ template <class A, class = std::enable_if_t<is_tg_vproxy<A>::value>> MSLEMU_AI a
 // object that is not in threadgroup memory) gets the member as the code wrote it.
 template <class X> struct is_tg_object : std::false_type {};
 template <class T> struct is_tg_object<tg_obj_ref<T>> : std::true_type {};
-template <class T> struct is_tg_object<tg_var<T>> : std::is_class<T> {};
+template <class X> struct is_tg_scalar_var : std::false_type {};
+template <class T> struct is_tg_scalar_var<tg_var<T>> : std::true_type {};
 template <class T> MSLEMU_AI T* tg_object_address(const tg_obj_ref<T>& o) { return o.p; }
-template <class T> MSLEMU_AI T* tg_object_address(const tg_var<T>& o) { return o.p; }
 template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_member(O&& o, F&& f) {
-  if constexpr (is_tg_object<remove_cvref_t<O>>::value) {
+  if constexpr (is_tg_scalar_var<remove_cvref_t<O>>::value) {
+    auto e = o.ref();  // its element: an object's proxy, or a vector's
+    if constexpr (is_tg_object<decltype(e)>::value) return tg_member(e, std::forward<F>(f));
+    else return remove_cvref_t<decltype(f(e))>(f(e));  // a copy of the member's proxy (it holds the address)
+  } else if constexpr (is_tg_object<remove_cvref_t<O>>::value) {
     auto* obj = tg_object_address(o);
     auto&& m = f(*obj);
     using M = std::remove_reference_t<decltype(m)>;
@@ -131,7 +135,10 @@ MSLEMU_OBJCOP(|=) MSLEMU_OBJCOP(^=) MSLEMU_OBJCOP(<<=) MSLEMU_OBJCOP(>>=)
 // a member function of a threadgroup object: a read of the whole object (what the function
 // writes to it is not checked; docs/emulator.md)
 template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_call(O&& o, F&& f) {
-  if constexpr (is_tg_object<remove_cvref_t<O>>::value) {
+  if constexpr (is_tg_scalar_var<remove_cvref_t<O>>::value) {
+    auto e = o.ref();
+    return tg_call(e, std::forward<F>(f));
+  } else if constexpr (is_tg_object<remove_cvref_t<O>>::value) {
     auto* obj = tg_object_address(o);
     tg_read_n(obj, sizeof(*obj), here());
     return f(*obj);
