@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmglossary.emulator import CompileError, DataRaceError, PortabilityError, PortabilityWarning, load_kernel
+from gemmglossary.emulator import (CompileError, DataRaceError, OutOfBoundsError, PortabilityError, PortabilityWarning,
+                                   load_kernel)
 
 SRC = Path(__file__).parent / "kernels" / "constructs.metal"
 
@@ -463,6 +464,35 @@ def test_components_of_a_threadgroup_vector_variable():
         warnings.simplefilter("error")  # each component written by its own thread: no race
         load_kernel(TG_VECTOR_VAR_SRC, "k")(out, threads=4, threads_per_threadgroup=4)
     assert out.tolist() == [4321.0] * 4
+
+
+THREAD_ARRAY_SRC = """#include <metal_stdlib>
+using namespace metal;
+struct Acc { float v[4]; };
+kernel void k(device float* out [[buffer(0)]], constant int& at [[buffer(1)]], constant int& what [[buffer(2)]],
+              uint t [[thread_index_in_threadgroup]]) {
+  float regs[4] = {1, 2, 3, 4};
+  Acc acc = {{5, 6, 7, 8}};
+  if (what == 0) regs[at + int(t)] = 9.0f;
+  if (what == 1) out[t] = acc.v[at];
+  out[t] = regs[0] + acc.v[3];
+}
+"""
+
+
+@pytest.mark.parametrize("what,at,line", [(0, -3, 8), (0, 4, 8), (1, 4, 9)])
+def test_an_index_outside_a_threads_array_is_an_error_at_its_line(what, at, line):
+    """A thread's own array, or an array member: the compiler's bounds check traps there (MLX's
+    layer_norm writes `thread_x[i]` for i from a negative n in the threads past a short row)."""
+    k = load_kernel(THREAD_ARRAY_SRC, "k")
+    out = np.zeros(2, np.float32)
+    with pytest.raises(OutOfBoundsError) as e:
+        k(out, np.int32(at), np.int32(what), threads=2, threads_per_threadgroup=2)
+    msg = str(e.value)
+    assert f"out-of-bounds index into an array of fixed size" in msg and f"at <source>:{line} " in msg
+    assert "oob_reads" not in msg
+    k(out, np.int32(0), np.int32(0), threads=1, threads_per_threadgroup=1)  # in bounds: runs
+    assert out[0] == 17
 
 
 def _line(text):

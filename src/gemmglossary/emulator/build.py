@@ -33,6 +33,17 @@ CXXFLAGS = ["-std=c++17", "-O2", "-g", "-fPIC", "-w", "-fno-strict-aliasing", "-
             # thread spinning in one never ends, so the emulator must time out, not run on
             "-fno-finite-loops"]
 
+# kernels only: an index outside an array of fixed size (a thread's own `float acc[8]`, an
+# array member) traps where it happens, and the runtime reports the trap as an
+# out-of-bounds access at that line (runtime.cpp: report_crash), where it would otherwise
+# corrupt the thread's stack and crash somewhere later, or not at all
+KERNEL_CHECK_FLAGS = ["-fsanitize=bounds", "-fsanitize-undefined-trap-on-error"]
+
+
+def kernel_check_flags(ver: str) -> list[str]:
+    # g++ merges identical traps (cross-jumping), and the report would name another check's line
+    return KERNEL_CHECK_FLAGS + ([] if "clang" in ver else ["-fno-crossjumping"])
+
 # extra flags for the kernel and runtime compiles (part of every cache key), e.g. -march=native
 CXXFLAGS += os.environ.get("GEMMGLOSSARY_EMULATOR_CXXFLAGS", "").split()
 
@@ -309,7 +320,7 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     # at a time; small files are compiled whole and shared by all their kernels
     if len(re.findall(r"\btemplate\s*\[\[", pre)) <= 4:
         kernel = None
-    flags = cxxflags(ver) + _coverage.kernel_flags(shim_include_dirs())  # its own cache key when instrumented
+    flags = cxxflags(ver) + kernel_check_flags(ver) + _coverage.kernel_flags(shim_include_dirs())  # its own cache key when instrumented
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
 
     def entry(fc_key: str, at_load: bool):

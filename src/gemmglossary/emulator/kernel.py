@@ -289,7 +289,9 @@ class Kernel:
             cls = {abi()[k]: c for k, c in _ERROR_CLASSES.items()}.get(report["status"], EmulatorError)
             text = text or "kernel failed"
             unbound = "unbound" in facts or "left that buffer unbound" in text
-            if cls is OutOfBoundsError and oob_reads == "error" and facts.get("access") != "write" and not unbound:
+            fixed_size = facts.get("kind") == "fixed-size-array"  # a bounds trap: oob_reads does not apply
+            if cls is OutOfBoundsError and oob_reads == "error" and facts.get("access") != "write" and not unbound \
+                    and not fixed_size:
                 text += ("\n(if the kernel only reads out of bounds and discards the values, "
                          "oob_reads='warn' lets such reads return 0)")
             raise with_facts(cls(prefix + text), facts, self._symbolizer)

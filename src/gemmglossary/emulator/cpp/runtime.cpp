@@ -1180,6 +1180,21 @@ static bool is_stack_overflow(int sig, const char* a) {
          (a < fiber_stacks || ((size_t)(a - fiber_stacks) % (FIBER_STACK_BYTES + STACK_GUARD_BYTES)) < STACK_GUARD_BYTES);
 }
 
+// the trap instruction the compiler puts in a failed bounds check: ud2 on x86-64, brk on arm64
+static bool is_bounds_trap(int sig, uintptr_t pc) {
+#if defined(__x86_64__)
+  const unsigned char* p = (const unsigned char*)pc;
+  return sig == SIGILL && p[0] == 0x0f && p[1] == 0x0b;
+#elif defined(__aarch64__)
+  uint32_t insn;
+  memcpy(&insn, (const void*)pc, 4);
+  return (sig == SIGTRAP || sig == SIGILL) && (insn & 0xffe0001fu) == 0xd4200000u;
+#else
+  (void)sig; (void)pc;
+  return false;
+#endif
+}
+
 [[noreturn]] static void report_crash(int sig, const siginfo_t* si, uintptr_t pc) {
   // a write to the read-only zeros an out-of-bounds check handed out
   if ((sig == SIGSEGV || sig == SIGBUS) && in_oob_zone(si->si_addr) && last_oob.valid) report_oob("write to");
@@ -1198,6 +1213,16 @@ static bool is_stack_overflow(int sig, const char* a) {
     uf.where(ctx.cur).add("buffer", launch->buf_name[unbound]).add("access", "read").add("unbound", "1");
     if (pc) uf.pc("site_pc", (void*)pc);
     finish(E_OOB, m, uf);
+  }
+  if (pc && is_bounds_trap(sig, pc)) {
+    // build.py KERNEL_CHECK_FLAGS: the compiler's check of an index into a fixed-size array
+    m = "out-of-bounds index into an array of fixed size (a thread's own array, or an array member of a struct)";
+    m += " at " + pcs((void*)pc);
+    if (ctx.cur) m += " in " + tg_str() + ", " + th_str(ctx.cur);
+    m += ": on a GPU that is undefined behaviour";
+    Facts bf;
+    bf.where(ctx.cur).pc("site_pc", (void*)pc).add("kind", "fixed-size-array").add("access", "unknown");
+    finish(E_OOB, m, bf);
   }
   if (is_stack_overflow(sig, (const char*)si->si_addr))
     m += fmt(" (stack overflow of a GPU thread: its %zu KiB stack is full; a thread-local array that large "
