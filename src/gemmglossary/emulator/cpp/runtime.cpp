@@ -36,6 +36,7 @@
 
 namespace mslemu {
 Ctx ctx;
+volatile int user_trap = 0;
 alignas(64) char zero_block[4096];
 }  // namespace mslemu
 
@@ -1214,7 +1215,7 @@ static bool is_bounds_trap(int sig, uintptr_t pc) {
     if (pc) uf.pc("site_pc", (void*)pc);
     finish(E_OOB, m, uf);
   }
-  if (pc && is_bounds_trap(sig, pc)) {
+  if (pc && !mslemu::user_trap && is_bounds_trap(sig, pc)) {
     // build.py KERNEL_CHECK_FLAGS: the compiler's check of an index into a fixed-size array
     m = "out-of-bounds index into an array of fixed size (a thread's own array, or an array member of a struct)";
     m += " at " + pcs((void*)pc);
@@ -1306,6 +1307,7 @@ static void allocate_threadgroup_state() {
 
 // what kernel code reads of the launch: buffers, grid, checking modes
 static void bind_launch() {
+  user_trap = 0;
   ctx.race_check = launch->race_check;
   ctx.pc_base = so_base;
   ctx.oob_lenient = launch->oob_reads;

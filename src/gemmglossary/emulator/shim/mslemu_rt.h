@@ -77,6 +77,7 @@ struct Ctx {
 
 
 extern Ctx ctx;  // the launch and threadgroup being run, as kernel code sees them (defined in runtime.cpp)
+extern volatile int user_trap;  // set by a kernel's __builtin_trap() just before it traps (_mslemu_macros.h)
 
 void mma_flush(const char* file, int line);
 inline LaneOp& qop(uint32_t sg, int op, uint32_t lane) { return ctx.mmaq[((size_t)sg * MMA_QCAP + op) * 32 + lane]; }

@@ -6,4 +6,7 @@
 #define __METAL_MAYBE_FAST_MATH__ 0
 #define __METAL_FAST_MATH__ 1
 #define __METAL_PRECISE_MATH__ 2
+// a kernel's own trap is told apart from a failed bounds check, which traps the same way
+// (build.py KERNEL_CHECK_FLAGS; runtime.cpp report_crash)
+#define __builtin_trap() (::mslemu::user_trap = 1, __builtin_trap())
 #endif
