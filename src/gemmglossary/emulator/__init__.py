@@ -21,7 +21,10 @@ How a source becomes a shared object (see build.py, rewrite.py):
    overloads on address space stay distinct), threadgroup arrays into views of memory
    shared by the threadgroup's fibers, function constants into compile-time constants,
    and generates an entry point per kernel (parameter binding from ``[[buffer(n)]]``,
-   ``[[threadgroup(n)]]`` and every thread-position attribute).
+   ``[[threadgroup(n)]]`` and every thread-position attribute). Passes of their own:
+   members of threadgroup objects (threadgroup_members.py), brace lists after a vector
+   type (vector_brace_lists.py), template arguments deduced for an instantiation that
+   names none (template_deduction.py).
 3. The result is compiled with ``-O2 -g`` and linked with the runtime (fibers with a
    hand-written context switch, scheduler, diagnostics) into a cached ``.so``
    (``gemmglossary.paths.cache_dir() / "emulator"``), keyed by the preprocessed

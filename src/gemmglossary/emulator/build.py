@@ -99,7 +99,8 @@ def shim_hash() -> str:
     h.update(str(HERE).encode())
     # The rewriter and the parts of gemmglossary.msl it reads source with.
     msl = HERE.parent / "msl"
-    files = [HERE / "rewrite.py", HERE / "build.py", HERE / "shimgen.py",
+    files = [HERE / "rewrite.py", HERE / "threadgroup_members.py", HERE / "vector_brace_lists.py",
+             HERE / "template_deduction.py", HERE / "build.py", HERE / "shimgen.py",
              *(msl / f for f in ("lexer.py", "tokens.py", "signature.py", "macros.py", "expressions.py"))]
     for d in (SHIM_DIR, HERE / "cpp"):
         files += sorted(d.rglob("*"))

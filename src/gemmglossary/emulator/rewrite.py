@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 
 from .abi import abi
 from .errors import CompileError
+from .template_deduction import param_type, template_param_name, type_words, unify
+from .threadgroup_members import ThreadgroupMembers
+from .vector_brace_lists import VectorBraceLists
 from ..msl.expressions import ExpressionError, evaluate
 from ..msl.lexer import Tok, assign_lines, join, tokenize
 from ..msl.signature import parse_parameters
@@ -38,8 +41,6 @@ ADDRESS_SPACES = {q: abi()[a] for q, a in {
 STD_ATTRS = {"maybe_unused", "nodiscard", "likely", "unlikely", "fallthrough", "noreturn", "deprecated"}
 # a literal zero (`0`, `0.0f`, `0u`, `.0`), the only initializer a threadgroup variable may have here
 _ZERO_LITERAL = re.compile(r"(?:0+|0*\.0*|0+\.0*|0x0+)(?:[eE][+-]?\d+)?[fFhHuUlL]*")
-# Metal's vector type names (a brace list after one: pass_vector_brace_lists)
-_VECTOR_TYPE = re.compile(r"(?:packed_)?(?:float|half|bfloat|int|uint|short|ushort|char|uchar|bool|long|ulong)[234]")
 BUILTIN_TYPE_WORDS = {"unsigned", "signed", "long", "short", "int", "char", "float", "double", "bool", "void"}
 
 # each thread-position attribute and the ParamKind (mslemu_abi.h) that binds it
@@ -161,70 +162,6 @@ def _accepts(template_params: str, args: list[str]) -> bool:
     return True
 
 
-def _param_type(param: str) -> str:
-    """A parameter declaration without its attributes and name: `const device T* in [[buffer(0)]]`
-    gives `const device T*`."""
-    p = re.sub(r"\[\s*\[.*?\]\s*\]", " ", param, flags=re.S).strip()
-    p = re.sub(r"=.*$", "", p).strip()  # a default argument
-    m = re.match(r"(.*?)\s*\b[A-Za-z_]\w*\s*((\[[^\]]*\]\s*)*)$", p, re.S)
-    return m.group(1) if m and m.group(1).strip() else p
-
-
-def _type_words(typ: str) -> list[str]:
-    return re.findall(r"[A-Za-z_]\w*|\d\w*|::|>>|\S", typ)
-
-
-def _template_param_name(param: str) -> str:
-    words = re.findall(r"[A-Za-z_]\w*", param.split("=")[0])
-    return words[-1] if words else ""
-
-
-def _unify(pattern: list[str], given: list[str], names: set[str], binding: dict[str, list[str]]) -> bool:
-    """Match a template's parameter type against a concrete one, word by word, binding the
-    template parameter names (each to the words it stands for)."""
-    i = j = 0
-    while i < len(pattern):
-        w = pattern[i]
-        if w in names:
-            stop = pattern[i + 1] if i + 1 < len(pattern) else None
-            depth, k = 0, j
-            while k < len(given):
-                g = given[k]
-                if depth == 0 and stop is not None and g == stop and k > j:
-                    break
-                depth += g in ("<", "(") or 0
-                depth -= (g in (">", ")")) + 2 * (g == ">>")
-                k += 1
-            if k == j or (w in binding and binding[w] != given[j:k]):
-                return False
-            binding[w] = given[j:k]
-            i, j = i + 1, k
-            continue
-        if j >= len(given) or given[j] != w:
-            return False
-        i, j = i + 1, j + 1
-    return j == len(given)
-
-
-def _angle_end(toks: list[Tok], lt: int) -> int:
-    """The `>` that closes the template argument list opened at `lt` (len(toks) if none)."""
-    depth, k = 0, lt
-    while k < len(toks):
-        x = toks[k].text
-        if x == "<":
-            depth += 1
-        elif x in (">", ">>"):
-            depth -= len(x)
-            if depth <= 0:
-                return k
-        elif x in ("(", "[") and toks[k].kind == "punct":
-            k = _match(toks, k)
-        elif x in (";", "{", "}"):
-            break
-        k += 1
-    return len(toks)
-
-
 def _angle_text(toks: list[Tok], lt: int, gt: int) -> str:
     """The text between the '<' at lt and its closer at gt; a closing '>>' also ends an
     inner list, whose '>' belongs to the text."""
@@ -259,7 +196,7 @@ def _c_value(v: bool | float | int, typ: str) -> str:
     return f"({typ})({v!r})"
 
 
-class Rewriter:
+class Rewriter(ThreadgroupMembers, VectorBraceLists):
     """The passes over one preprocessed source. With `function_constants` None the values of
     the function constants are left as placeholders (:data:`_FC`), for :func:`_with_values`
     to fill in: the passes do not depend on them, so a source is rewritten once for all the
@@ -522,149 +459,6 @@ class Rewriter:
         if subscript or deref:
             self.value_wraps.append((sig[0], sig[-1]))
 
-    # the lambda that names a member for mslemu_proxy.h's tg_member and tg_call
-    _MEMBER_OPEN = ", [&](auto&& __mslemu_o) -> decltype(auto) { return "
-
-    def _threadgroup_names(self) -> dict[str, list[tuple[int, int]]]:
-        """Names declared with `threadgroup` in their type (variables, parameters, pointers,
-        references, struct members: `threadgroup S tile[8]`, `threadgroup S* p`), each with
-        the token ranges where the declaration is in scope: the rest of its block, or the
-        body of the function whose parameter it is."""
-        toks, n = self.toks, len(self.toks)
-        scopes: dict[str, list[tuple[int, int]]] = {}
-        opened: list[int] = []  # the open ( and { before each token
-        for i, t in enumerate(toks):
-            if t.kind == "punct" and t.text in ("(", "{"):
-                opened.append(i)
-                continue
-            if t.kind == "punct" and t.text in (")", "}"):
-                if opened:
-                    opened.pop()
-                continue
-            if t.kind != "id" or t.text != "threadgroup":
-                continue
-            pv = _prev_sig(toks, i - 1)
-            nx = _sig(toks, i + 1)
-            if nx >= n or toks[nx].text == "(" or (pv >= 0 and toks[pv].text in (")", "const")):
-                continue  # [[threadgroup(0)]]; a member function qualified for threadgroup objects
-            depth, name, k = 0, None, nx
-            while k < n:
-                x = toks[k]
-                if x.kind in ("ws", "nl", "comment"):
-                    k += 1
-                    continue
-                if x.text == "<":
-                    depth += 1
-                elif x.text in (">", ">>"):
-                    depth -= len(x.text)
-                    if depth < 0:
-                        break  # `reinterpret_cast<threadgroup float4*>`: a type, no name
-                elif depth == 0 and x.text in (";", ",", ")", "=", "[", "{", "(", ":"):
-                    break
-                elif x.kind == "id" and x.text not in ("const", "volatile", "restrict"):
-                    name = x.text
-                k += 1
-            if name is None or k >= n or depth < 0:
-                continue
-            scope = self._declaration_scope(opened[-1] if opened else -1, i)
-            if scope:
-                scopes.setdefault(name, []).append(scope)
-        return scopes
-
-    def _tg_scopes(self) -> dict[str, list[tuple[int, int]]]:
-        if self._tg_scope_cache is None:  # (the passes that use it change no token before they run)
-            self._tg_scope_cache = self._threadgroup_names()
-        return self._tg_scope_cache
-
-    def _in_tg_scope(self, name: str, at: int) -> bool:
-        return any(a <= at <= b for a, b in self._tg_scopes().get(name, ()))
-
-    def _declaration_scope(self, inner: int, at: int) -> tuple[int, int] | None:
-        toks, n = self.toks, len(self.toks)
-        if inner < 0:
-            return (at, n - 1)  # file scope
-        if toks[inner].text == "{":
-            return (at, _match(toks, inner))
-        # a parameter: the body of its function, if this is a definition
-        k = _sig(toks, _match(toks, inner) + 1)
-        while k < n and toks[k].text not in ("{", ";", "}"):
-            k = _match(toks, k) + 1 if toks[k].text in ("(", "[") and toks[k].kind == "punct" else k + 1
-        return (inner, _match(toks, k)) if k < n and toks[k].text == "{" else None
-
-    def pass_threadgroup_members(self) -> None:
-        """`tile[i].field`, `p->field`, `one.field`, `tile[i].f(args)`, where the object is in
-        threadgroup memory: C++ cannot overload `.`, so the emulator's proxy of a threadgroup
-        object has no members; each access becomes a call of mslemu_proxy.h's tg_member (a
-        proxy of the member, through the race check) or tg_call, with a lambda that names
-        the member. Only chains whose first name is declared threadgroup are rewritten; a
-        chain inside sizeof/decltype/alignof is left as it is (no lambda may appear there)."""
-        toks = self.toks
-        n = len(toks)
-        names = self._tg_scopes()
-        if not names:
-            return
-
-        def in_scope(name: str, at: int) -> bool:
-            return any(a <= at <= b for a, b in names.get(name, ()))
-
-        unevaluated = set()
-        for k, t in enumerate(toks):
-            if t.kind == "id" and t.text in ("sizeof", "decltype", "alignof", "noexcept", "static_assert"):
-                lp = _sig(toks, k + 1)
-                if lp < n and toks[lp].text == "(":
-                    unevaluated.update(range(lp, _match(toks, lp) + 1))
-        for i, t in enumerate(toks):
-            if i in unevaluated:
-                continue
-            if t.kind == "id" and in_scope(t.text, i):
-                pv = _prev_sig(toks, i - 1)
-                if pv >= 0 and toks[pv].text in (".", "->"):
-                    continue  # a member of something else
-                k = _sig(toks, i + 1)
-            elif t.text == "(" and t.kind == "punct":
-                # `(p + i)->field`: a parenthesized expression with a threadgroup name in it
-                pv = _prev_sig(toks, i - 1)
-                if pv >= 0 and (toks[pv].kind == "id" or toks[pv].text in (")", "]", ">")):
-                    continue  # a call or a cast
-                close = _match(toks, i)
-                if not any(toks[j].kind == "id" and in_scope(toks[j].text, j) for j in range(i + 1, close)):
-                    continue
-                k = _sig(toks, close + 1)
-                if k >= n or toks[k].text not in (".", "->"):
-                    continue
-            else:
-                continue
-            self._rewrite_member_chain(i, k)
-
-    def _rewrite_member_chain(self, root: int, k: int) -> None:
-        """Record the edits of one chain: apply_text_edits makes them after the passes that
-        match brackets and `.` by their text, and before any decay_val of the whole chain."""
-        toks, n = self.toks, len(self.toks)
-        edits: list[tuple[int, str, str]] = []  # (token, text put before it, text put after it)
-        while k < n:
-            x = toks[k].text
-            if x == "[" and toks[k].kind == "punct":
-                k = _sig(toks, _match(toks, k) + 1)
-                continue
-            if x not in (".", "->") or toks[k].kind != "punct":
-                break
-            m = _sig(toks, k + 1)
-            if m >= n or toks[m].kind != "id" or toks[m].text == "template":
-                break
-            after = _sig(toks, m + 1)
-            deref = "*" if x == "->" else ""  # p->f is (*p).f: ptr's * gives the element's proxy
-            if after < n and toks[after].text == "(":  # a member function: tg_call(obj, [&](o) { return o.f(...); })
-                close = _match(toks, after)
-                edits += [(root, f"::mslemu::tg_call({deref}", ""), (k, self._MEMBER_OPEN + "__mslemu_o", ""),
-                          (close, "", "; })")]
-                k = _sig(toks, close + 1)
-            else:  # a data member: tg_member(obj, [&](o) -> decltype(auto) { return (o.f); })
-                edits += [(root, f"::mslemu::tg_member({deref}", ""), (k, self._MEMBER_OPEN + "(__mslemu_o", ""),
-                          (m, "", "); })")]
-                k = after
-        if edits:
-            self.text_edits.append([(i, toks[i], before, after) for i, before, after in edits])
-
     def apply_text_edits(self) -> None:
         """The edits of pass_threadgroup_members and pass_vector_brace_lists, group by group;
         a group whose tokens a later pass replaced (a declaration rewritten, a duplicate
@@ -677,77 +471,6 @@ class Rewriter:
                 # the `.` or `->` itself becomes the lambda's `.` (its text is the `before`)
                 text = "." if toks[i].text in (".", "->") and before.startswith(self._MEMBER_OPEN) else toks[i].text
                 toks[i].text = before + text + after
-
-    def pass_vector_brace_lists(self) -> None:
-        """A brace list after a vector type (`float4 v = {1};`, `uint4 k{a, b, c}`,
-        `float4{x}`, each element list of `float2 pts[2] = {{1}, {2, 3}}`) initializes the
-        vector as an aggregate in Metal (clang's vector literals): the components it leaves out
-        are zero, where `float4(1)` is (1, 1, 1, 1). A C++ constructor cannot tell braces from
-        parentheses, so the list gets the shim's tag first (mslemu_vec.h). A brace list whose
-        type is not written next to it (`return {1, 2};`, a struct's member) is not seen: it
-        goes to the ordinary constructors, which take one scalar or every component."""
-        toks, n = self.toks, len(self.toks)
-        i = 0
-        while i < n:
-            t = toks[i]
-            end = None
-            if t.kind == "id" and _VECTOR_TYPE.fullmatch(t.text):
-                end = i
-            elif t.kind == "id" and t.text in ("vec", "packed_vec"):
-                lt = _sig(toks, i + 1)
-                if lt < n and toks[lt].text == "<":
-                    end = _angle_end(toks, lt)
-            if end is None:
-                i += 1
-                continue
-            pv = _prev_sig(toks, i - 1)
-            before = toks[pv].text if pv >= 0 else ""
-            if before in (".", "->"):
-                i += 1  # a member named like a type
-                continue
-            k = _sig(toks, end + 1)
-            if k < n and toks[k].text == "{":
-                # float4{...}; not a definition (`struct alignas(16) vec<T, 8> {`)
-                # nor a list after a template argument list that vec<...> ends (`S<vec<T, 2>> {`)
-                if before not in (")", ">", "struct", "class", "union", "enum", "typename", "operator") and \
-                        toks[end].text != ">>":
-                    self._tag_brace_list(k)
-                i = k + 1
-                continue
-            # declarators: name [dims] (= {list} | {list}), ...
-            while k < n and toks[k].kind == "id":
-                k = _sig(toks, k + 1)
-                dims = False
-                while k < n and toks[k].text == "[":
-                    dims = True
-                    k = _sig(toks, _match(toks, k) + 1)
-                if k < n and toks[k].text == "=":
-                    k = _sig(toks, k + 1)
-                if k >= n or toks[k].text != "{":
-                    break
-                if dims:  # an array of vectors: each element's list
-                    j = _sig(toks, k + 1)
-                    close = _match(toks, k)
-                    while j < close:
-                        if toks[j].text == "{":
-                            self._tag_brace_list(j)
-                            j = _match(toks, j)
-                        elif toks[j].text in ("(", "["):
-                            j = _match(toks, j)
-                        j = _sig(toks, j + 1)
-                else:
-                    self._tag_brace_list(k)
-                k = _sig(toks, _match(toks, k) + 1)
-                if k >= n or toks[k].text != ",":
-                    break
-                k = _sig(toks, k + 1)
-            i = end + 1
-
-    def _tag_brace_list(self, lb: int) -> None:
-        toks = self.toks
-        first = _sig(toks, lb + 1)
-        if first < len(toks) and toks[first].text != "}":  # `{}` is all zeros already
-            self.text_edits.append([(lb, toks[lb], "", "::metal::__mslemu_brace_list{}, ")])
 
     def apply_value_wraps(self) -> None:
         for k, tok in self.array_wraps:
@@ -1027,15 +750,15 @@ class Rewriter:
         overloads = self.template_kernels.get(fname)
         if not overloads:
             raise self.err(t, f"instantiation of unknown template kernel '{fname}'")
-        given = [_type_words(_param_type(p)) for p in _top_level_split(params_text) if p.strip()]
+        given = [type_words(param_type(p)) for p in _top_level_split(params_text) if p.strip()]
         found = []
         for k in overloads:
             if len(k.params) != len(given):
                 continue
             tparams = _top_level_split(k.template_params or "")
-            names = [_template_param_name(p) for p in tparams]
+            names = [template_param_name(p) for p in tparams]
             binding: dict[str, list[str]] = {}
-            if all(_unify(_type_words(p.type), g, set(names), binding) for p, g in zip(k.params, given)):
+            if all(unify(type_words(p.type), g, set(names), binding) for p, g in zip(k.params, given)):
                 found.append((k, tparams, names, binding))
         if len(found) != 1:
             raise self.err(t, f"instantiation of kernel template '{fname}' without template arguments: "
