@@ -45,13 +45,18 @@ template <class X> MSLEMU_AI constexpr decltype(auto) decay_val(X&& x) {
   else return std::forward<X>(x);
 }
 
+// a threadgroup object of class type (tg_obj_ref: not a tg_proxy, whose value is a scalar or a vector)
+template <class X> struct is_tg_obj_ref : std::false_type {};
+template <class T> struct is_tg_obj_ref<tg_obj_ref<T>> : std::true_type {};
 template <class A, class B> inline constexpr bool tg_operands_v =
-    is_tg_proxy<remove_cvref_t<A>>::value || is_tg_proxy<remove_cvref_t<B>>::value;
+    is_tg_proxy<remove_cvref_t<A>>::value || is_tg_proxy<remove_cvref_t<B>>::value ||
+    is_tg_obj_ref<remove_cvref_t<A>>::value || is_tg_obj_ref<remove_cvref_t<B>>::value;
 template <class A, class B> inline constexpr bool tg_vector_operands_v =
     is_tg_vproxy<remove_cvref_t<A>>::value || is_tg_vproxy<remove_cvref_t<B>>::value;
 
-// operators on threadgroup elements compute on their values (found by argument-dependent
-// lookup: the proxies live in this namespace)
+// operators on threadgroup elements and objects compute on their values (found by
+// argument-dependent lookup: the proxies live in this namespace; a class's own templated
+// operator, MLX's complex_t `operator*(complex_t<T>, complex_t<T>)`, deduces nothing from a proxy)
 #define MSLEMU_PXOP(op)                                                                              \
   template <class A, class B, class = std::enable_if_t<tg_operands_v<A, B>>>                          \
   MSLEMU_AI auto operator op(const A& a, const B& b) -> decltype(val(a) op val(b)) { return val(a) op val(b); }
@@ -77,17 +82,15 @@ template <class A, class = std::enable_if_t<is_tg_vproxy<A>::value>> MSLEMU_AI a
 // own (tg_ref, tg_vref, tg_obj_ref: its reads and writes go through the race check) and an
 // array member a threadgroup pointer; anything else (a vector element's swizzle, an
 // object that is not in threadgroup memory) gets the member as the code wrote it.
-template <class X> struct is_tg_object : std::false_type {};
-template <class T> struct is_tg_object<tg_obj_ref<T>> : std::true_type {};
 template <class X> struct is_tg_scalar_var : std::false_type {};
 template <class T> struct is_tg_scalar_var<tg_var<T>> : std::true_type {};
 template <class T> MSLEMU_AI T* tg_object_address(const tg_obj_ref<T>& o) { return o.p; }
 template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_member(O&& o, F&& f) {
   if constexpr (is_tg_scalar_var<remove_cvref_t<O>>::value) {
     auto e = o.ref();  // its element: an object's proxy, or a vector's
-    if constexpr (is_tg_object<decltype(e)>::value) return tg_member(e, std::forward<F>(f));
+    if constexpr (is_tg_obj_ref<decltype(e)>::value) return tg_member(e, std::forward<F>(f));
     else return remove_cvref_t<decltype(f(e))>(f(e));  // a copy of the member's proxy (it holds the address)
-  } else if constexpr (is_tg_object<remove_cvref_t<O>>::value) {
+  } else if constexpr (is_tg_obj_ref<remove_cvref_t<O>>::value) {
     auto* obj = tg_object_address(o);
     auto&& m = f(*obj);
     using M = std::remove_reference_t<decltype(m)>;
@@ -106,21 +109,8 @@ template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_member(O&& o, 
     return f(std::forward<O>(o));
   }
 }
-// operators with a threadgroup object of class type as an operand compute on its value, as
-// the element operators above do (a templated operator of the class, MLX's complex_t
-// `operator+=(thread complex_t<T>&, complex_t<T>)`, deduces nothing from the proxy: gemv's
-// `result[tm] += tgp_results[i]` for complex64)
-template <class X> struct is_tg_obj_ref : std::false_type {};
-template <class T> struct is_tg_obj_ref<tg_obj_ref<T>> : std::true_type {};
-template <class A, class B> inline constexpr bool tg_obj_operands_v =
-    is_tg_obj_ref<remove_cvref_t<A>>::value || is_tg_obj_ref<remove_cvref_t<B>>::value;
-#define MSLEMU_OBJOP(op)                                                                               \
-  template <class A, class B, class = std::enable_if_t<tg_obj_operands_v<A, B>>, class = void>         \
-  MSLEMU_AI auto operator op(const A& a, const B& b) -> decltype(val(a) op val(b)) { return val(a) op val(b); }
-MSLEMU_OBJOP(+) MSLEMU_OBJOP(-) MSLEMU_OBJOP(*) MSLEMU_OBJOP(/) MSLEMU_OBJOP(%) MSLEMU_OBJOP(&) MSLEMU_OBJOP(|)
-MSLEMU_OBJOP(^) MSLEMU_OBJOP(<<) MSLEMU_OBJOP(>>) MSLEMU_OBJOP(==) MSLEMU_OBJOP(!=) MSLEMU_OBJOP(<) MSLEMU_OBJOP(>)
-MSLEMU_OBJOP(<=) MSLEMU_OBJOP(>=)
-#undef MSLEMU_OBJOP
+// compound assignments with a threadgroup object of class type (gemv's complex64
+// `result[tm] += tgp_results[i]`: complex_t's templated `operator+=` deduces nothing from it)
 #define MSLEMU_OBJCOP(op)                                                                              \
   template <class A, class B, class = std::enable_if_t<is_tg_obj_ref<remove_cvref_t<B>>::value &&      \
                                                        !is_proxy_v<A>>>                                \
@@ -138,7 +128,7 @@ template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_call(O&& o, F&
   if constexpr (is_tg_scalar_var<remove_cvref_t<O>>::value) {
     auto e = o.ref();
     return tg_call(e, std::forward<F>(f));
-  } else if constexpr (is_tg_object<remove_cvref_t<O>>::value) {
+  } else if constexpr (is_tg_obj_ref<remove_cvref_t<O>>::value) {
     auto* obj = tg_object_address(o);
     tg_read_n(obj, sizeof(*obj), here());
     return f(*obj);
