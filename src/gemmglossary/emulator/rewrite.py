@@ -217,11 +217,11 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
         self.template_kernels: dict[str, list[KernelDecl]] = {}  # by name: overloads differ in their template parameters
         self.kernel_list: list[KernelDecl] = []
         self.value_wraps: list[tuple[int, int]] = []  # (first, last) token of an expression to take by value
-        self.array_wraps: list[tuple[int, Tok]] = []  # a threadgroup array passed to a function: decay_array (pass_call_arguments)
         self._tg_scope_cache: dict[str, list[tuple[int, int]]] | None = None
-        # edits made after every pass (apply_text_edits), one group at a time:
-        # pass_threadgroup_members, pass_vector_brace_lists
-        self.text_edits: list[list[tuple[int, Tok, str, str]]] = []
+        # edits made after every pass (apply_text_edits), one group at a time: (token, the token
+        # as recorded, text before it, text after it, keep its own text); pass_threadgroup_members,
+        # pass_vector_brace_lists, and pass_call_arguments's decay_array of a threadgroup array
+        self.text_edits: list[list[tuple[int, Tok, str, str, bool]]] = []
 
     def err(self, t: Tok, msg: str) -> CompileError:
         return CompileError(f"{t.file}:{t.line}: error: {msg}")
@@ -434,7 +434,7 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
         if not sig:
             return
         if len(sig) == 1 and toks[sig[0]].kind == "id" and self._in_tg_scope(toks[sig[0]].text, sig[0]):
-            self.array_wraps.append((sig[0], toks[sig[0]]))
+            self.text_edits.append([(sig[0], toks[sig[0]], "::mslemu::decay_array(", ")", True)])
             return
         k = 0
         deref = toks[sig[0]].text == "*"
@@ -460,22 +460,17 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
             self.value_wraps.append((sig[0], sig[-1]))
 
     def apply_text_edits(self) -> None:
-        """The edits of pass_threadgroup_members and pass_vector_brace_lists, group by group;
+        """The edits of pass_threadgroup_members, pass_vector_brace_lists and decay_array, group by group;
         a group whose tokens a later pass replaced (a declaration rewritten, a duplicate
         definition dropped) is left alone."""
         toks = self.toks
-        for chain in self.text_edits:
-            if any(toks[i] is not tok for i, tok, _, _ in chain):
+        for group in self.text_edits:
+            if any(toks[i] is not tok for i, tok, *_ in group):
                 continue
-            for i, _, before, after in chain:
-                # the `.` or `->` itself becomes the lambda's `.` (its text is the `before`)
-                text = "." if toks[i].text in (".", "->") and before.startswith(self._MEMBER_OPEN) else toks[i].text
-                toks[i].text = before + text + after
+            for i, _, before, after, keep in group:
+                toks[i].text = before + (toks[i].text if keep else "") + after
 
     def apply_value_wraps(self) -> None:
-        for k, tok in self.array_wraps:
-            if self.toks[k] is tok:
-                tok.text = "::mslemu::decay_array(" + tok.text + ")"
         for first, last in self.value_wraps:
             self.toks[first].text = "::mslemu::decay_val(" + self.toks[first].text
             self.toks[last].text = self.toks[last].text + ")"

@@ -133,7 +133,7 @@ class ThreadgroupMembers:
         """Record the edits of one chain: apply_text_edits makes them after the passes that
         match brackets and `.` by their text, and before any decay_val of the whole chain."""
         toks, n = self.toks, len(self.toks)
-        edits: list[tuple[int, str, str]] = []  # (token, text put before it, text put after it)
+        edits: list[tuple[int, str, str, bool]] = []  # (token, text before it, text after it, keep its text)
         while k < n:
             x = toks[k].text
             if x == "[" and toks[k].kind == "punct":
@@ -148,12 +148,13 @@ class ThreadgroupMembers:
             deref = "*" if x == "->" else ""  # p->f is (*p).f: ptr's * gives the element's proxy
             if after < n and toks[after].text == "(":  # a member function: tg_call(obj, [&](o) { return o.f(...); })
                 close = _match(toks, after)
-                edits += [(root, f"::mslemu::tg_call({deref}", ""), (k, self._MEMBER_OPEN + "__mslemu_o", ""),
-                          (close, "", "; })")]
+                edits += [(root, f"::mslemu::tg_call({deref}", "", True), (k, self._MEMBER_OPEN + "__mslemu_o.", "", False),
+                          (close, "", "; })", True)]
                 k = _sig(toks, close + 1)
             else:  # a data member: tg_member(obj, [&](o) -> decltype(auto) { return (o.f); })
-                edits += [(root, f"::mslemu::tg_member({deref}", ""), (k, self._MEMBER_OPEN + "(__mslemu_o", ""),
-                          (m, "", "); })")]
+                edits += [(root, f"::mslemu::tg_member({deref}", "", True),
+                          (k, self._MEMBER_OPEN + "(__mslemu_o.", "", False),  # the `.` or `->` becomes the lambda's
+                          (m, "", "); })", True)]
                 k = after
         if edits:
-            self.text_edits.append([(i, toks[i], before, after) for i, before, after in edits])
+            self.text_edits.append([(i, toks[i], before, after, keep) for i, before, after, keep in edits])

@@ -108,4 +108,4 @@ class VectorBraceLists:
         toks = self.toks
         first = _sig(toks, lb + 1)
         if first < len(toks) and toks[first].text != "}":  # `{}` is all zeros already
-            self.text_edits.append([(lb, toks[lb], "", "::metal::__mslemu_brace_list{}, ")])
+            self.text_edits.append([(lb, toks[lb], "", "::metal::__mslemu_brace_list{}, ", True)])
