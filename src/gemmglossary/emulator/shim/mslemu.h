@@ -305,8 +305,6 @@ template <class T, size_t D0, size_t... D> struct tg_view<T, D0, D...> {
   MSLEMU_AI bool operator==(std::nullptr_t) const { return p == nullptr; }
   MSLEMU_AI bool operator!=(std::nullptr_t) const { return p != nullptr; }
 };
-template <class X> struct is_tg_array_1d : std::false_type {};
-template <class T, size_t D0> struct is_tg_array_1d<tg_view<T, D0>> : std::true_type {};
 template <class T, size_t... D> struct tg_array : tg_view<T, D...> {
   tg_array() = default;
   MSLEMU_AI tg_array(std::nullptr_t) : tg_view<T, D...>(nullptr) {}
@@ -324,6 +322,8 @@ template <class T, size_t... D> struct tg_array : tg_view<T, D...> {
 // a one-dimensional threadgroup array passed to a function decays to a pointer, so that a
 // template's `threadgroup T* p` deduces T (the rewriter wraps such arguments); anything else
 // passes as it is
+template <class X> struct is_tg_array_1d : std::false_type {};
+template <class T, size_t D0> struct is_tg_array_1d<tg_view<T, D0>> : std::true_type {};
 template <class T, size_t D0> struct is_tg_array_1d<tg_array<T, D0>> : std::true_type {};
 template <class X> MSLEMU_AI decltype(auto) decay_array(X&& x) {
   using B = std::remove_cv_t<std::remove_reference_t<X>>;

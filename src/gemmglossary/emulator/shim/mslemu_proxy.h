@@ -78,20 +78,19 @@ template <class A, class = std::enable_if_t<is_tg_vproxy<A>::value>> MSLEMU_AI a
 // Members of threadgroup objects. C++ cannot overload `.`, so the rewriter turns
 // `tile[i].field` (and `p->field`, `one.field`, for names declared threadgroup) into
 // tg_member(tile[i], <lambda returning (o.field)>), and `tile[i].f(args)` into tg_call.
-// Of an object of class type (tg_obj_ref, tg_var) the member is a threadgroup element of its
+// Of an object of class type (a tg_obj_ref, or a tg_var's element) the member is a threadgroup element of its
 // own (tg_ref, tg_vref, tg_obj_ref: its reads and writes go through the race check) and an
 // array member a threadgroup pointer; anything else (a vector element's swizzle, an
 // object that is not in threadgroup memory) gets the member as the code wrote it.
 template <class X> struct is_tg_scalar_var : std::false_type {};
 template <class T> struct is_tg_scalar_var<tg_var<T>> : std::true_type {};
-template <class T> MSLEMU_AI T* tg_object_address(const tg_obj_ref<T>& o) { return o.p; }
 template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_member(O&& o, F&& f) {
   if constexpr (is_tg_scalar_var<remove_cvref_t<O>>::value) {
     auto e = o.ref();  // its element: an object's proxy, or a vector's
     if constexpr (is_tg_obj_ref<decltype(e)>::value) return tg_member(e, std::forward<F>(f));
     else return remove_cvref_t<decltype(f(e))>(f(e));  // a copy of the member's proxy (it holds the address)
   } else if constexpr (is_tg_obj_ref<remove_cvref_t<O>>::value) {
-    auto* obj = tg_object_address(o);
+    auto* obj = o.p;
     auto&& m = f(*obj);
     using M = std::remove_reference_t<decltype(m)>;
     static_assert(std::is_lvalue_reference_v<decltype(f(*obj))>,
@@ -129,7 +128,7 @@ template <class O, class F> MSLEMU_AI constexpr decltype(auto) tg_call(O&& o, F&
     auto e = o.ref();
     return tg_call(e, std::forward<F>(f));
   } else if constexpr (is_tg_obj_ref<remove_cvref_t<O>>::value) {
-    auto* obj = tg_object_address(o);
+    auto* obj = o.p;
     tg_read_n(obj, sizeof(*obj), here());
     return f(*obj);
   } else {
