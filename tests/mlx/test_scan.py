@@ -86,7 +86,7 @@ def test_host_rules_follow_mlx():
     assert scan.out_dtype("sum", np.bool_) == np.int32 and scan.out_dtype("prod", np.bool_) == np.bool_
     assert [scan.n_reads(t) for t in (np.int8, np.float32, np.int64)] == [4, 4, 2]
     # a dim that divides the divisor is dropped; the rest is divided, larger first
-    assert scan.grid_2d((4, 6, 10), (60, 10, 1), 10) == (24, 1)
-    assert scan.grid_2d((3, 1, 7), (7, 0, 1), 7) == (3, 1)
+    assert scan.grid_2d((4, 6, 10), (60, 10, 1), 10) == (24, 1, 1)
+    assert scan.grid_2d((3, 1, 7), (7, 0, 1), 7) == (3, 1, 1)
     with pytest.raises(ValueError, match="MLX's scans are"):
         scan.out_dtype("mean", np.float32)

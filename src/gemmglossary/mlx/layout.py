@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 INT32_MAX = 2**31 - 1
+UINT32_MAX = 2**32 - 1
 
 
 def element_strides(x: np.ndarray) -> list[int]:
@@ -157,3 +158,35 @@ def collapse_batches(*arrays: np.ndarray) -> tuple[list[int], list[list[int]]]:
     if not out_shape:
         return [1], [[0] for _ in arrays]
     return out_shape, out_strides
+
+
+def grid_2d(shape, strides, divisor: int = 1) -> tuple[int, int, int]:
+    """``get_2d_grid_dims_common`` of ``mlx/backend/common/utils.cpp`` (both overloads; read at
+    MLX commit 846d17622): the product of the dims that are not broadcast (stride 0) in x,
+    overflowing into y, divided by ``divisor`` (a dim that divides it is dropped), x the larger.
+    https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/utils.cpp"""
+    gx = gy = 1
+    for n, s in zip(shape, strides):
+        if s == 0:
+            continue
+        if divisor % n == 0:  # the dim is a factor of the divisor: drop both
+            divisor //= n
+            continue
+        if gx * n < UINT32_MAX:
+            gx *= n
+        else:
+            gy *= n
+        if divisor > 1:
+            if gx % divisor == 0:
+                gx //= divisor
+                divisor = 1
+            elif gy % divisor == 0:
+                gy //= divisor
+                divisor = 1
+    if gx > UINT32_MAX or gy > UINT32_MAX:
+        raise ValueError(f"shape {tuple(shape)}: MLX cannot factor it into a grid (\"Unable to safely factor shape.\")")
+    if gy > gx:
+        gx, gy = gy, gx
+    if divisor > 1:
+        gx = -(-gx // divisor) * divisor
+    return gx, gy, 1

@@ -38,14 +38,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .launch import Launch, Plan, type_to_name
-from .layout import buffer_view, collapse_dims, data_size, element_strides, is_contiguous, is_row_contiguous
+from .layout import (buffer_view, collapse_dims, data_size, element_strides, grid_2d, is_contiguous,
+                     is_row_contiguous)
 
 SOURCE = "mlx_reduce.metal"
 OPS = ("sum", "prod", "max", "min")
 #: Values a thread reads per step and outputs it writes (REDUCE_N_READS, REDUCE_N_WRITES of defines.h).
 N_READS, N_WRITES = 4, 4
 INT32_MAX = 2**31 - 1
-UINT32_MAX = 2**32 - 1
 #: ``maxTotalThreadsPerThreadgroup`` of these pipelines (no threadgroup-size attribute): 1024.
 MAX_THREADS = 1024
 
@@ -112,21 +112,6 @@ def reduction_plan(x: np.ndarray, axes: list[int]) -> ReductionPlan:
 
 def _without(seq, axes):
     return [v for i, v in enumerate(seq) if i not in set(axes)]
-
-
-def grid_2d(shape, strides) -> tuple[int, int, int]:
-    """``get_2d_grid_dims``: the non-broadcast dims' product in x (overflowing into y), larger first."""
-    gx = gy = 1
-    for n, s in zip(shape, strides):
-        if s == 0:
-            continue
-        if gx * n < UINT32_MAX:
-            gx *= n
-        else:
-            gy *= n
-    if gy > gx:
-        gx, gy = gy, gx
-    return gx, gy, 1
 
 
 def reduce_ndim_variant(reduce_ndim: int) -> int:

@@ -2,7 +2,7 @@
 
 Restates ``scan_gpu_inplace`` and ``Scan::eval_gpu`` of ``mlx/backend/metal/scan.cpp``, the
 output types of the ops in ``mlx/ops.cpp`` (a sum of bool is int32) and
-``get_2d_grid_dims_common`` of ``mlx/backend/common/utils.cpp`` (with a divisor), read at
+``get_2d_grid_dims`` with a divisor (:func:`.layout.grid_2d`), read at
 MLX commit 846d17622, whose ``scan.h`` is the pinned 0.32.4 wheel's:
 https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/scan.cpp,
 https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/utils.cpp.
@@ -20,11 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from .launch import Launch, Plan, type_to_name
-from .layout import buffer_view, data_size, element_strides, is_contiguous
+from .layout import UINT32_MAX, buffer_view, data_size, element_strides, grid_2d, is_contiguous
 
 SOURCE = "mlx_scan.metal"
 OPS = ("sum", "prod", "max", "min", "logaddexp")
-UINT32_MAX = 2**32 - 1
 #: ``maxTotalThreadsPerThreadgroup`` of the scan pipelines (no threadgroup-size attribute):
 #: 1024, the most any Apple GPU allows.
 MAX_THREADS = 1024
@@ -46,37 +45,6 @@ def out_dtype(op: str, dtype) -> np.dtype:
 def kernel_name(contiguous: bool, reverse: bool, inclusive: bool, op: str, in_dtype, result_dtype) -> str:
     return ("contig_" if contiguous else "strided_") + "scan_" + ("reverse_" if reverse else "") + \
         ("inclusive_" if inclusive else "exclusive_") + f"{op}_{type_to_name(in_dtype)}_{type_to_name(result_dtype)}"
-
-
-def grid_2d(shape, strides, divisor: int) -> tuple[int, int]:
-    """``get_2d_grid_dims_common(shape, strides, divisor)``: the product of the dims that are not
-    broadcast, divided by ``divisor``, as (x, y) with x the larger."""
-    gx = gy = 1
-    for n, s in zip(shape, strides):
-        if s == 0:
-            continue
-        if divisor % n == 0:  # the dim is a factor of the divisor: drop both
-            divisor //= n
-            continue
-        if gx * n < UINT32_MAX:
-            gx *= n
-        else:
-            gy *= n
-        if divisor > 1:
-            if gx % divisor == 0:
-                gx //= divisor
-                divisor = 1
-            elif gy % divisor == 0:
-                gy //= divisor
-                divisor = 1
-    if gx > UINT32_MAX or gy > UINT32_MAX:
-        raise ValueError(f"scan of shape {tuple(shape)}: MLX cannot factor it into a grid (\"Unable to safely "
-                         "factor shape.\")")
-    if gy > gx:
-        gx, gy = gy, gx
-    if divisor > 1:
-        gx = -(-gx // divisor) * divisor
-    return gx, gy
 
 
 def plan(x: np.ndarray, op: str, *, axis: int = -1, reverse: bool = False, inclusive: bool = True) -> Plan:
@@ -105,7 +73,7 @@ def plan(x: np.ndarray, op: str, *, axis: int = -1, reverse: bool = False, inclu
         elif size <= reads * 2048:
             tg = -(-(size // 2) // per_simd) * SIMD
         tg = min(tg, MAX_THREADS)
-        gx, gy = grid_2d(x.shape, strides, size)
+        gx, gy, _ = grid_2d(x.shape, strides, size)
         launch = Launch(SOURCE, name, buffers, (tg, 1, 1), threads=(tg, gx, gy))
     else:
         stride = strides[axis]
@@ -113,7 +81,7 @@ def plan(x: np.ndarray, op: str, *, axis: int = -1, reverse: bool = False, inclu
         buffers[3] = np.array(stride, np.uint64)
         buffers[4] = np.array(stride_blocks, np.uint64)
         tg = (STRIDED_COLUMNS // reads) * SIMD
-        gx, gy = grid_2d(x.shape, strides, size * stride)
+        gx, gy, _ = grid_2d(x.shape, strides, size * stride)
         if gx * stride_blocks <= UINT32_MAX:
             gx *= stride_blocks
         else:
