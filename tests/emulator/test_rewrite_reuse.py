@@ -86,3 +86,22 @@ def test_steel_gemm_with_its_constants_read_at_load():
         ("align_K", 202)]
     assert "static const bool align_M = ::mslemu::fc_value<bool>(3);" in r.text
     assert all(defined is None for _, defined in r.function_constants.values())  # (known at load)
+
+
+def test_each_kernel_gets_its_own_namespace_in_one_walk():
+    """Rewriter.namespace_at resumes its walk from the kernel before: kernels one after another
+    in nested, reopened and anonymous-brace scopes each get the namespace they are in."""
+    src = """
+namespace a { namespace b {
+kernel void k1(device float* o [[buffer(0)]]) { if (true) { o[0] = 1; } }
+}  // b
+struct S { int x; };
+kernel void k2(device float* o [[buffer(0)]]) { o[0] = 2; }
+}  // a
+kernel void k3(device float* o [[buffer(0)]]) { o[0] = 3; }
+namespace c::d {
+kernel void k4(device float* o [[buffer(0)]]) { o[0] = 4; }
+}
+"""
+    r = rewrite.rewrite(build.preprocess(src, "<source>", [], None), "<source>")
+    assert {name: k.ns for name, k in r.kernels.items()} == {"k1": "a::b::", "k2": "a::", "k3": "", "k4": "c::d::"}

@@ -218,6 +218,7 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
         self.kernel_list: list[KernelDecl] = []
         self.value_wraps: list[tuple[int, int]] = []  # (first, last) token of an expression to take by value
         self._tg_scope_cache: dict[str, list[tuple[int, int]]] | None = None
+        self._ns_walk: tuple[int, list[str | None]] = (0, [])  # namespace_at's: (next token, open scopes)
         # edits made after every pass (apply_text_edits), one group at a time: (token, the token
         # as recorded, text before it, text after it, keep its own text); pass_threadgroup_members,
         # pass_vector_brace_lists, and pass_call_arguments's decay_array of a threadgroup array
@@ -556,10 +557,13 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
             i += 1
 
     def namespace_at(self, i: int) -> str:
-        """The namespace (as `a::b::`) enclosing token i."""
+        """The namespace (as `a::b::`) enclosing token i. pass_kernels asks in token order, so
+        the walk resumes where the last one stopped (a walk from the start for each kernel
+        made this most of the rewriting time of an MLX file); earlier tokens are not changed
+        meanwhile in a way that moves a brace."""
         toks = self.toks
-        stack: list[str | None] = []
-        k = 0
+        k, stack = self._ns_walk if self._ns_walk[0] <= i else (0, [])
+        stack = list(stack)
         while k < i:
             t = toks[k]
             if t.kind == "id" and t.text == "namespace":
@@ -569,7 +573,9 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
                     if toks[j].kind == "id" or toks[j].text == "::":
                         name += toks[j].text
                     j = _sig(toks, j + 1)
-                if j < i and toks[j].text == "{":
+                if j >= i:  # (i in the namespace's own header: stop here, so a later walk reads it whole)
+                    break
+                if toks[j].text == "{":
                     stack.append(name)
                     k = j + 1
                     continue
@@ -579,6 +585,7 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
                 if stack:
                     stack.pop()
             k += 1
+        self._ns_walk = (k, stack)
         names = [s for s in stack if s]
         return "".join(n + "::" for n in names)
 
