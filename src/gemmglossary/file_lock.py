@@ -45,3 +45,13 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def mark_used(path: Path) -> None:
+    """Record that a cached file was just used (its modification time, which pruning reads
+    to keep what is used). Only a record: where the cache cannot be written (a read-only
+    checkout) the file is used all the same."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
