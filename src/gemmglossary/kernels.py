@@ -31,11 +31,7 @@ from . import paths
 from .msl import declarations
 from .msl.expressions import evaluate
 from .msl.signature import SCALAR_TYPES, KernelSignature, Parameter, find_kernel
-
-
-def cdiv(a: int, b: int) -> int:
-    """``ceil(a / b)`` for positive integers: how many tiles of ``b`` cover ``a``."""
-    return -(-a // b)
+from .tiles import cdiv
 
 
 @dataclass(frozen=True)

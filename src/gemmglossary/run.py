@@ -13,6 +13,7 @@ one line on stderr.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from .cli import run_command, subparser
 from .emulator import EmulatorError
+from .emulator.launch_checks import UINT32_MAX
 from .kernels import KERNELS, run_gemm
 from .metal.backend import MetalError
 from .msl.signature import find_kernel
@@ -33,6 +35,13 @@ EMULATOR_MAX_WORK = 2 ** 33
 
 LIMITS = (f"limits: A, B and C of at most {MAX_ELEMENTS:,} elements each (256 MiB of float32);\n"
           f"on the emulator M*N*K of at most 2^33 = {EMULATOR_MAX_WORK:,} (2048^3)")
+
+
+EXIT_STATUS = """\
+exit status: 0 PASS; 1 FAIL or a diagnostic of the kernel (printed); 2 bad input, one line
+on stderr and nothing run: a missing or non-UTF-8 file, an unknown kernel name, a malformed
+option or one out of range (a shape above the limits, a size above UINT32_MAX, a seed
+below 0, a NaN or infinite --alpha/--beta), a GEMMGLOSSARY_* variable it does not accept"""
 
 
 class BadInput(Exception):
@@ -53,10 +62,13 @@ def _ints(text: str) -> list[int]:
 
 
 def _triple(text: str) -> tuple[int, int, int]:
-    """A grid or threadgroup size: 1 to 3 positive integers, missing ones are 1."""
+    """A grid or threadgroup size: 1 to 3 positive integers up to UINT32_MAX, missing ones are 1."""
     values = _ints(text)
     if not 1 <= len(values) <= 3 or min(values) < 1:
         raise argparse.ArgumentTypeError(f"expected 1 to 3 positive integers, got {text!r}")
+    if max(values) > UINT32_MAX:
+        raise argparse.ArgumentTypeError(f"{max(values)} is above UINT32_MAX ({UINT32_MAX}), the largest size a "
+                                         "kernel's 32-bit grid attributes can express")
     return tuple(values + [1] * (3 - len(values)))
 
 
@@ -75,7 +87,7 @@ def _define(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _positive(text: str) -> int:
+def positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -85,17 +97,35 @@ def _positive(text: str) -> int:
     return value
 
 
+def seed(text: str) -> int:
+    """What numpy's random generator takes as a seed: an integer >= 0."""
+    if not re.fullmatch(r"\+?\d+", text.strip()):
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return int(text)
+
+
+def finite(text: str) -> float:
+    """A finite number: NaN or an infinity as alpha or beta can only make the check FAIL."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
 def register(subparsers) -> None:
     p = subparser(subparsers, "run", help="run a kernel file with random inputs, checked against numpy",
                   description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-                  epilog=LIMITS + "\n\nexit status: 0 PASS; 1 FAIL or a diagnostic; 2 bad input")
+                  epilog=LIMITS + "\n\n" + EXIT_STATUS)
     p.add_argument("kernel_file", help="path to a .metal file")
     p.add_argument("--name", required=True, help=f"kernel function: {', '.join(KERNELS)}")
     p.add_argument("--define", "-D", action="append", type=_define, default=[], metavar="NAME=VALUE",
                    help="preprocessor macro (repeatable), e.g. --define TM=2")
-    p.add_argument("--M", type=_positive, help="rows of A and C (default 64)")
-    p.add_argument("--N", type=_positive, help="columns of B and C (default 64)")
-    p.add_argument("--K", type=_positive, help="reduction depth (default 64)")
+    p.add_argument("--M", type=positive, help="rows of A and C (default 64)")
+    p.add_argument("--N", type=positive, help="columns of B and C (default 64)")
+    p.add_argument("--K", type=positive, help="reduction depth (default 64)")
     p.add_argument("--shape", type=_shape, metavar="M,N,K", help="M, N and K at once")
     grid = p.add_mutually_exclusive_group()
     grid.add_argument("--threads", type=_triple, metavar="X,Y,Z",
@@ -103,18 +133,23 @@ def register(subparsers) -> None:
     grid.add_argument("--threadgroups", type=_triple, metavar="X,Y,Z",
                       help="dispatchThreadgroups grid (overrides the table)")
     p.add_argument("--tpg", type=_triple, metavar="X,Y,Z", help="threads per threadgroup (overrides the table)")
-    p.add_argument("--alpha", type=float, default=1.0, help="C = alpha*A*B + beta*C (tiled_gemm only)")
-    p.add_argument("--beta", type=float, default=0.0, help="tiled_gemm only")
-    p.add_argument("--seed", type=int, default=0, help="of the random inputs (default 0)")
+    p.add_argument("--alpha", type=finite, default=1.0, help="C = alpha*A*B + beta*C (tiled_gemm only)")
+    p.add_argument("--beta", type=finite, default=0.0, help="tiled_gemm only")
+    p.add_argument("--seed", type=seed, default=0, help="of the random inputs (default 0)")
     p.add_argument("--backend", choices=["metal", "emulator"], help="default: automatic / $GEMMGLOSSARY_BACKEND")
     p.set_defaults(func=_run)
 
 
-def _check_size(M: int, N: int, K: int) -> None:
+def check_shape(M: int, N: int, K: int, backend: str | None = None) -> None:
+    """BadInput for a shape above the limits (:data:`LIMITS`), on ``backend`` when it is the
+    emulator; what ``run`` and ``bench`` check before allocating anything."""
     for name, rows, cols in (("A", M, K), ("B", K, N), ("C", M, N)):
         if rows * cols > MAX_ELEMENTS:
             raise BadInput(f"M={M} N={N} K={K}: {name} would have {rows * cols:,} elements, above the "
                            f"limit of {MAX_ELEMENTS:,} (256 MiB of float32)")
+    if backend == "emulator" and M * N * K > EMULATOR_MAX_WORK:
+        raise BadInput(f"M={M} N={N} K={K}: M*N*K = {M * N * K:,} is above the emulator's limit of "
+                       f"{EMULATOR_MAX_WORK:,} (2048^3); use a smaller shape, or the metal backend on a Mac")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,7 +161,7 @@ def _inputs(args) -> tuple[Path, tuple[int, int, int], dict]:
     """Check what can be checked before compiling: (kernel file, shape, defines)."""
     path = Path(args.kernel_file)
     if not path.is_file():
-        raise BadInput(f"no such file: {path}")
+        raise BadInput(f"{path} is a folder, not a kernel file" if path.is_dir() else f"no such file: {path}")
     if args.name not in KERNELS:
         raise BadInput(f"unknown kernel {args.name!r}: `run` knows how to bind {', '.join(KERNELS)}")
     try:
@@ -140,7 +175,7 @@ def _inputs(args) -> tuple[Path, tuple[int, int, int], dict]:
     if args.shape and any(v is not None for v in (args.M, args.N, args.K)):
         raise BadInput("give either --shape or --M/--N/--K, not both")
     shape = args.shape or (args.M or 64, args.N or 64, args.K or 64)
-    _check_size(*shape)
+    check_shape(*shape)
     try:
         KERNELS[args.name].dispatch(*shape, dict(args.define))
     except KeyError as exc:  # e.g. -DTM=two: the table cannot size the dispatch
@@ -156,9 +191,7 @@ def _run(args) -> int:
     try:
         path, (M, N, K), defines = _inputs(args)
         chosen = backend(args.backend)
-        if chosen == "emulator" and M * N * K > EMULATOR_MAX_WORK:
-            raise BadInput(f"M={M} N={N} K={K}: M*N*K = {M * N * K:,} is above the emulator's limit of "
-                           f"{EMULATOR_MAX_WORK:,} (2048^3); use a smaller shape, or a Mac (--backend metal)")
+        check_shape(M, N, K, chosen)
     except (BadInput, BackendUnavailable) as exc:
         print(f"gemmglossary run: {exc}", file=sys.stderr)
         return 2

@@ -162,3 +162,26 @@ def test_a_value_that_is_no_function_constant_value_is_a_compile_error_naming_it
         load_kernel(SRC, "fc", function_constants={"scale": value})
     with pytest.raises(CompileError, match=rf"<source>: function constant 'lanes' \(int\): .*{why}"):
         load_kernel(IN_CONSTANT_EXPRESSIONS, "k", function_constants={"lanes": value})
+
+
+INDEX_EXPRESSION = """
+#include <metal_stdlib>
+using namespace metal;
+#define FC_BASE 400
+constant bool has_bias [[function_constant(FC_BASE + 0)]];
+constant int scale [[function_constant(FC_BASE + 1)]];
+kernel void biased(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    out[i] = (has_bias ? 1.0f : 0.0f) + scale;
+}
+"""
+
+
+@pytest.mark.parametrize("at", ["index", "name"])
+def test_an_index_written_as_arithmetic_is_matched_by_its_value(at):
+    """llama.cpp numbers its constants `FC_MUL_MV + 0`, `FC_MUL_MV + 1`: given by index, each
+    value reaches its constant (it once matched none, and the kernel ran on defaults)."""
+    values = {400: True, 401: 3} if at == "index" else {"has_bias": True, "scale": 3}
+    out = np.zeros(4, np.float32)
+    load_kernel(INDEX_EXPRESSION, "biased", function_constants=values)(
+        out, threads=(4, 1, 1), threads_per_threadgroup=(4, 1, 1))
+    np.testing.assert_array_equal(out, 4.0)

@@ -45,5 +45,5 @@ def test_results_and_reports_do_not_depend_on_how_workers_start(start):
 
 def test_start_method_is_checked(monkeypatch):
     monkeypatch.setenv("GEMMGLOSSARY_EMULATOR_START", "vfork")
-    with pytest.raises(ValueError, match="'fork' or 'spawn'"):
+    with pytest.raises(ValueError, match="GEMMGLOSSARY_EMULATOR_START='vfork': expected fork or spawn"):
         workers.start_method()

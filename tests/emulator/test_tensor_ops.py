@@ -179,12 +179,12 @@ def test_layout_is_mlx_basenaxfrag(kernels):
 
 
 def test_the_pages_lane_table_is_the_emulators_layout(kernels):
-    """docs/glossary/neural-accelerators.md draws one 16x16 block: rows r and r + 8 of each
-    column group belong to one lane. It must be what the emulator computes with."""
+    """docs/emulator.md ("Metal 4 tensor operations") draws one 16x16 block: rows r and r + 8
+    of each column group belong to one lane. It must be what the emulator computes with."""
     out = np.zeros((32, 32), np.float32)
     kernels("lane_map")(out, np.zeros((32, 32, 2), np.int32), threads=32, threads_per_threadgroup=32)
     lane = out.astype(int) // 1000
-    page = (Path(__file__).resolve().parents[2] / "docs/glossary/neural-accelerators.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs/emulator.md").read_text()
     rows = re.findall(r"^\| \*\*(\d+), (\d+)\*\* \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", page, re.M)
     assert len(rows) == 8, "the lane table is gone from the page"
     for r0, r8, *lanes in rows:

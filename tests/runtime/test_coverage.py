@@ -6,7 +6,9 @@ test_load_kernel.py runs on every backend, or is nax_matmul.metal (Metal 4 only)
 tests/emulator/test_tensor_ops.py runs; an MLX header counts when kernels/steel_gemm.metal
 or kernels/mlx_steel_gemm_nax.metal includes it (transitively, as the preprocessor answers,
 ``#if`` honoured), which test_steel_gemm.py and test_nax_gemm.py run, or by an
-instantiation file of :data:`MLX_FAMILY_TESTS`, which its family's test runs.
+instantiation file of :data:`MLX_FAMILY_TESTS`, which its family's test runs; a vendored
+llama.cpp kernel file counts, with what it includes, when :data:`LLAMA_FILE_TESTS` names
+the test module that runs its kernels against numpy.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from gemmglossary.exercises import all_exercises
 from gemmglossary.mlx import nax as mlx_nax
 from gemmglossary.mlx import steel as mlx_steel
 from gemmglossary.kernels import KERNELS
+from gemmglossary.llama import source as llama_source
 from gemmglossary.msl.includes import included_files
 
 
@@ -37,6 +40,17 @@ MLX_FAMILY_TESTS = {
 }
 
 
+#: llama.cpp's kernel files (its ggml-metal/kernels/ folder) and the test module that runs
+#: their kernels as llama.cpp's host dispatches them.
+LLAMA_FILE_TESTS = {
+    "mul_mm.metal": "tests/llama/test_llama_mul_mat.py",
+    "mul_mv.metal": "tests/llama/test_llama_mul_mat.py",
+    "softmax.metal": "tests/llama/test_llama_rows.py",
+    "norm.metal": "tests/llama/test_llama_rows.py",
+    "binbcast.metal": "tests/llama/test_llama_rows.py",
+}
+
+
 def executed_files() -> set:
     executed = {spec.path.resolve() for spec in KERNELS.values()}
     executed.add((paths.kernels_dir() / "nax_matmul.metal").resolve())
@@ -49,6 +63,11 @@ def executed_files() -> set:
         assert (paths.project_root() / test).is_file(), f"{test} (which runs {source}) is missing"
         executed.add(path.resolve())
         executed |= included_files(path, mlx_steel.include_dirs())
+    for name, test in LLAMA_FILE_TESTS.items():
+        path = llama_source.metal_path(f"kernels/{name}")
+        assert (paths.project_root() / test).is_file(), f"{test} (which runs {name}) is missing"
+        executed.add(path.resolve())
+        executed |= included_files(path, llama_source.include_dirs())
     executed |= {p.resolve() for e in all_exercises() for p in e.kernel_files}
     return executed
 

@@ -138,6 +138,57 @@ def test_threadgroups_dispatch_and_buffers_by_index(world):
     assert bound == [0, 1, 2, 3]
 
 
+def test_arrays_that_share_memory_are_one_buffer_at_their_offsets(world):
+    """Metal binds buffers, not copies: the same array twice, or overlapping views of one
+    base, get one MTLBuffer, each index at its array's byte offset, and what the GPU wrote
+    is seen through every name (the emulator does the same: emulator/device_memory.py)."""
+    kernel = metal_api.load_kernel(PLAIN, "k")
+    base = np.arange(12, dtype=np.float32)
+
+    def gpu(bound):  # y[i] = 2 * x[i], one element after another, through the offsets given
+        calls = world.command_buffers[-1].encoder.calls
+        at = {args[2]: (args[0].storage, args[1]) for name, args in calls if name == "setBuffer:offset:atIndex:"}
+        (xs, xo), (ys, yo) = at[0], at[1]
+        for i in range(8):
+            v = np.frombuffer(xs, np.float32, 1, xo + 4 * i)[0]
+            ys[yo + 4 * i:yo + 4 * i + 4] = np.float32(2 * v).tobytes()
+
+    world.gpu = gpu
+    _one_dispatch(kernel, base[:8], base[2:10], 1.0, 8)
+    set_buffer = [args for name, args in world.command_buffers[-1].encoder.calls if name == "setBuffer:offset:atIndex:"]
+    assert set_buffer[0][0] is set_buffer[1][0]  # one buffer
+    assert [(a[1], a[2]) for a in set_buffer] == [(0, 0), (8, 1)]  # byte offsets 0 and 8
+    want = np.arange(12, dtype=np.float32)
+    for i in range(8):
+        want[2 + i] = 2 * want[i]
+    np.testing.assert_array_equal(base, want)
+
+    separate = np.zeros(8, np.float32)
+    _one_dispatch(kernel, base[:8], separate, 1.0, 8)  # no overlap: two buffers, as before
+    set_buffer = [args for name, args in world.command_buffers[-1].encoder.calls if name == "setBuffer:offset:atIndex:"]
+    assert set_buffer[0][0] is not set_buffer[1][0]
+    np.testing.assert_array_equal(separate, 2 * base[:8])
+
+
+def test_a_read_only_array_the_gpu_wrote_is_refused(world):
+    """Nothing is lost silently: a read-only array whose memory the kernel wrote is an
+    error, raised before any array is written back (as on the emulator)."""
+    from gemmglossary.emulator import LaunchError
+
+    kernel = metal_api.load_kernel(PLAIN, "k")
+    ro = np.frombuffer(np.ones(8, np.float32).tobytes(), np.float32)
+    y = np.zeros(8, np.float32)
+
+    def gpu(bound):
+        bound[0][:4] = np.float32(5).tobytes()
+        bound[1][:] = np.full(8, 3, np.float32).tobytes()
+
+    world.gpu = gpu
+    with pytest.raises(LaunchError, match=r"wrote to buffer 'x', but the array is read-only"):
+        _one_dispatch(kernel, ro, y, 1.0, 8)
+    assert (y == 0).all()
+
+
 def test_constant_data_of_4kb_or_more_goes_in_a_buffer(world):
     src = "struct Big { float v[1024]; };\nkernel void k(constant Big& big [[buffer(0)]], constant float& s [[buffer(1)]]) {}\n"
     kernel = metal_api.load_kernel(src, "k")

@@ -1,7 +1,7 @@
 """``gg.metal_kernel`` runs kernels the way ``mx.fast.metal_kernel`` does, on every backend.
 
 The kernels are the examples of MLX's "Custom Metal Kernels" guide
-(docs/src/dev/custom_metal_kernels.rst, MLX v0.32.4) and small kernels that each
+(docs/src/dev/custom_metal_kernels.rst at the pinned MLX tag) and small kernels that each
 exercise one rule of mlx/backend/common/metal_kernel.cpp and
 mlx/backend/metal/custom_kernel.cpp at that version: constant/device inputs, 0-d
 inputs, shape/strides/ndim, atomic outputs with init_value, templates, and the
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import gemmglossary as gg
+from gemmglossary.emulator.errors import CompileError
 from gemmglossary.mlx import custom_kernel as ms
 
 mx = pytest.importorskip("mlx.core")
@@ -98,6 +99,21 @@ def test_atomic_outputs_and_init_value(backend_name):
                      output_shapes=[(1,), (4,)], output_dtypes=[mx.int32, mx.int32], init_value=5)
     assert int(total[0]) == 5050 + 5
     np.testing.assert_array_equal(count, [30, 30, 30, 30])
+
+
+def test_an_output_without_init_value_holds_no_zeros_it_was_not_given():
+    """MLX leaves an output without init_value undefined; on the emulator every byte of it is
+    the fill for undefined memory, so an element the kernel skips is NaN (float), -1 (int)."""
+    src = """
+        uint i = thread_position_in_grid.x;
+        if (i % 2 == 0) { f[i] = inp[i]; n[i] = int(inp[i]); }
+    """
+    inp = np.arange(6, dtype=np.float32)
+    k = gg.metal_kernel("skips_odd", ["inp"], ["f", "n"], src)
+    f, n = k(inputs=[inp], grid=(6, 1, 1), threadgroup=(6, 1, 1), output_shapes=[(6,), (6,)],
+             output_dtypes=[np.float32, np.int32])
+    assert np.isnan(f[1::2]).all() and (f[::2] == inp[::2]).all()
+    np.testing.assert_array_equal(n, [0, -1, 2, -1, 4, -1])
 
 
 def test_template_int_bool_dtype(backend_name):
@@ -244,8 +260,52 @@ def test_template_values_are_checked_as_mlx_checks_them(backend_name):
               output_shapes=[(1,)], output_dtypes=[mx.float32])
 
 
-def test_negative_template_int_runs(backend_name):
+def test_negative_template_int_does_not_compile_as_in_mlx(backend_name):
+    """The pinned MLX keeps a negative template int's '-' in the kernel's name
+    (make_template_hash), which is also the kernel function's name in the source it
+    writes: no identifier, so the source does not compile (checked against the wheel's text
+    in tests/mlx/test_custom_kernel_source.py). The emulator refuses it as MLX's build would."""
     k = gg.metal_kernel("neg", ["inp"], ["out"], "uint i = thread_position_in_grid.x;\nout[i] = inp[i] * N;")
-    (out,) = k(inputs=[np.arange(8, dtype=np.float32)], template=[("N", -3)], grid=(8, 1, 1),
-               threadgroup=(8, 1, 1), output_shapes=[(8,)], output_dtypes=[mx.float32])
-    np.testing.assert_array_equal(out, np.arange(8) * -3.0)
+    with pytest.raises((CompileError, RuntimeError), match=r"custom_kernel_neg__-3|compil"):
+        k(inputs=[np.arange(8, dtype=np.float32)], template=[("N", -3)], grid=(8, 1, 1),
+          threadgroup=(8, 1, 1), output_shapes=[(8,)], output_dtypes=[mx.float32])
+
+
+# --- inputs that share memory: MLX binds one buffer at both indices, each at its offset ---
+
+DISTANCE = """
+    out[0] = b - a;
+    out[1] = a == b;
+"""
+
+
+@pytest.mark.parametrize("second, distance, same", [
+    (lambda x: x, 0, 1),          # the same mlx array twice: one buffer
+    (lambda x: x[3:], 3, 0),      # a slice of it: the same buffer at the slice's offset
+])
+def test_an_mlx_array_given_twice_is_one_memory(backend_name, second, distance, same):
+    x = mx.arange(16).astype(mx.float32)
+    mx.eval(x)
+    k = gg.metal_kernel("distance", ["a", "b"], ["out"], DISTANCE)
+    (out,) = k(inputs=[x, second(x)], grid=(1, 1, 1), threadgroup=(1, 1, 1),
+               output_shapes=[(2,)], output_dtypes=[mx.int64])
+    assert np.array(out).tolist() == [distance, same]
+
+
+def test_a_numpy_array_given_twice_is_two_memories(backend_name):
+    """mx.array copies a numpy array each time it is given: two buffers, as in MLX."""
+    x = np.arange(16, dtype=np.float32)
+    k = gg.metal_kernel("distance", ["a", "b"], ["out"], DISTANCE)
+    (out,) = k(inputs=[x, x], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(2,)],
+               output_dtypes=[mx.int64])
+    assert out[1] == 0
+
+
+def test_a_strided_view_and_its_array_are_one_memory(backend_name):
+    """ensure_row_contiguous=False binds the view's own memory, which is its array's."""
+    base = mx.arange(32).astype(mx.float32).reshape(4, 8)
+    mx.eval(base)
+    k = gg.metal_kernel("distance", ["a", "b"], ["out"], DISTANCE, ensure_row_contiguous=False)
+    (out,) = k(inputs=[base, base[1::2, 2:]], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(2,)],
+               output_dtypes=[mx.int64])
+    assert np.array(out).tolist() == [10, 0]

@@ -1,6 +1,6 @@
 """MLX's steel ``gemm`` (kernels/steel_gemm.metal) through gg.load_kernel on every backend.
 
-Host parameters come from gemmglossary.mlx.steel (MLX v0.32.4 matmul.cpp restated);
+Host parameters come from gemmglossary.mlx.steel (the pinned MLX's matmul.cpp restated);
 this is the test that executes the steel headers the pages quote.
 """
 
@@ -46,7 +46,7 @@ def test_steel_gemm_axpby(backend_name):
 
 
 def test_steel_axpby_edge_rows_read_past_c(monkeypatch):
-    """MLX's ``apply_epilogue_safe`` (steel/gemm/mma.h, v0.32.4) masks C's columns but
+    """MLX's ``apply_epilogue_safe`` (steel/gemm/mma.h of the pinned release) masks C's columns but
     not its rows, so with M not a multiple of BM the edge threadgroup reads C past its
     last row (the stores are masked, the reads are not).  The emulator reports it."""
     from gemmglossary.emulator import OutOfBoundsError

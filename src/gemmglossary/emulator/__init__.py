@@ -30,18 +30,23 @@ How a source becomes a shared object (see build.py, rewrite.py):
    (``gemmglossary.paths.cache_dir() / "emulator"``), keyed by the preprocessed
    source, defines, function constants, compiler and emulator version.
 
+``load_library(path_or_source, *, defines=None, function_constants=None, include_dirs=None)``
+compiles every kernel of a file once, as Metal's ``newLibraryWithSource`` does, and
+``Library.kernel(name)`` takes one from it (``newFunctionWithName``); see library.py.
+
 Launching (``Kernel.__call__``)::
 
     k(*buffers, threads=(x, y, z) | threadgroups=(x, y, z), threads_per_threadgroup=(x, y, z),
       threadgroup_memory={n: nbytes}, schedule="lockstep" | "simdgroup-major" | ("random", seed),
-      timeout=60.0, race_check=True, oob_reads="error" | "warn", workers=None)
+      timeout=60.0, race_check=True, oob_reads="error" | "warn", workers=None, device_races=None)
 
 Buffer binding: the i-th positional argument binds the i-th buffer parameter in
 declaration order (parameters switched off by a function constant are skipped); a single
 dict ``{n: array}`` binds by ``[[buffer(n)]]`` index instead. numpy arrays are device
 memory and are written back in place, but only when the launch succeeded (no
 half-written outputs), so an array's dtype must be the parameter's element type
-(binding.py has the rules; a mismatch is an ArgumentTypeError naming both). Python and
+(binding.py has the rules; a mismatch is an ArgumentTypeError naming both); arrays whose
+bytes overlap are one memory, each bound at its offset (device_memory.py). Python and
 numpy scalars bind to ``constant T&`` as values (an ArgumentValueError if the type cannot
 hold them); structs bind as numpy structured arrays (or scalars of one) or bytes. ``threads=`` is dispatchThreads
 (edge threadgroups are smaller and ``[[threads_per_threadgroup]]`` reports their real
@@ -56,13 +61,15 @@ spawned elsewhere (workers.py says why); they die with their caller, and an inte
 wait (Ctrl-C, a test timeout) kills them.
 
 Diagnostics: DataRaceError (threadgroup memory, found from shadow memory whatever the
-schedule, naming both lines), BarrierError (threads at different barriers, or a barrier
+schedule, naming both lines; device memory too with ``device_races=True``, which runs a
+build instrumented at every access, in one worker), BarrierError (threads at different barriers, or a barrier
 some live threads never reach), OutOfBoundsError (read or write, buffer name, element
 index and valid range), SimdgroupDivergenceError (a simd-group function or simdgroup_matrix operation
 reached by part of a simdgroup or at different places), KernelTimeoutError (where every
 thread was), KernelCrash, CompileError (at the .metal line), LaunchError (e.g. more
 threads per threadgroup than ``max_total_threads_per_threadgroup`` or 1024), and
-PortabilityWarning for what Apple GPUs accept but the specification does not promise
+PortabilityWarning for what a kernel relies on that the specification does not promise
+(run the way the kernel's results assume; no Apple document says what a GPU does)
 (threads returning before a barrier others wait at; threadgroup memory ordered only by a
 barrier without mem_threadgroup; a barrier some lanes of a simdgroup branch around;
 reading threadgroup memory nobody wrote or an inactive lane's value; out-of-bounds reads
@@ -81,10 +88,11 @@ from .errors import (ArgumentTypeError, ArgumentValueError, BarrierError, CacheW
                      KernelCrash, KernelTimeoutError, LaunchError, OutOfBoundsError, PortabilityError,
                      PortabilityWarning, SimdgroupDivergenceError)
 from .kernel import Kernel, load_kernel
+from .library import Library, load_library
 from .trace import Trace, TraceTruncated, Tracing
 
 __all__ = [
-    "load_kernel", "Kernel", "EmulatorError", "CompileError", "DataRaceError", "BarrierError", "OutOfBoundsError",
+    "load_kernel", "Kernel", "load_library", "Library", "EmulatorError", "CompileError", "DataRaceError", "BarrierError", "OutOfBoundsError",
     "SimdgroupDivergenceError", "KernelTimeoutError", "LaunchError", "ArgumentTypeError", "ArgumentValueError",
     "KernelCrash", "CacheWarning",
     "PortabilityWarning", "PortabilityError", "build_stats", "Trace", "Tracing", "TraceTruncated",

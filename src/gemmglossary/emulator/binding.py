@@ -1,7 +1,9 @@
 """From the arguments of a launch to the bytes of each kernel parameter.
 
 A numpy array is the parameter's memory: its bytes are bound as they are and written back
-after a successful launch, so its dtype must be what the kernel reads. The emulator knows
+after a successful launch, so its dtype must be what the kernel reads. Arrays whose bytes
+overlap (the same array twice, overlapping views of one base) are one memory, each bound
+at its offset, as Metal binds one buffer at two indices (device_memory.py). The emulator knows
 each parameter's element type (ParamInfo, from the compiled kernel) and refuses a
 mismatch with a TypeError naming the parameter, the kernel's type and the array's dtype,
 instead of letting the kernel reinterpret the bytes. The rules:
@@ -30,19 +32,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from .abi import abi
+from .device_memory import Bound, Memory, share
 from .errors import ArgumentTypeError, ArgumentValueError, LaunchError
 
 
 @dataclass
 class Blob:
-    """One buffer parameter: its [[buffer(n)]] index, parameter name, bytes (None: left
-    unbound, as MLX's host code leaves buffers a kernel does not read), and the array to
-    write the results back to (None for values)."""
+    """One buffer parameter: its [[buffer(n)]] index, parameter name, the device memory it is
+    bound to (None: left unbound, as MLX's host code leaves buffers a kernel does not read)
+    and where in that memory it starts and how many bytes it has. Arguments that share memory
+    share one Memory (device_memory.py)."""
 
     index: int
     name: str
-    data: bytes | None
-    array: np.ndarray | None
+    memory: Memory | None
+    offset: int = 0
+    size: int = 0
 
 
 def _kind_names():
@@ -227,11 +232,19 @@ def bind_buffers(kernel: str, bparams: list, buffers: tuple) -> list[Blob]:
         names = ", ".join(f"{p['name']} [[buffer({p['index']})]]" for p, _ in bparams) or "none"
         raise LaunchError(f"kernel '{kernel}' has no buffer parameter at index {', '.join(map(str, extra))} "
                           f"(its buffers: {names})")
-    blobs = []
+    blobs: list[Blob] = []
+    arrays: list[tuple[int, Bound]] = []  # numpy arrays are memory: bound after all are known, shared if they overlap
     for p, info in bparams:
-        if by_index.get(p["index"]) is None:
-            blobs.append(Blob(p["index"], p["name"], None, None))
-            continue
-        data, arr = to_bytes(by_index[p["index"]], p, info, kernel)
-        blobs.append(Blob(p["index"], p["name"], data, arr))
+        value = by_index.get(p["index"])
+        if value is None:
+            blobs.append(Blob(p["index"], p["name"], None))
+        elif isinstance(value, np.ndarray):
+            check_array(value, p, info, kernel)
+            arrays.append((len(blobs), Bound(p["name"], _where(p), value, info.elem_size)))
+            blobs.append(Blob(p["index"], p["name"], None, size=value.nbytes))
+        else:
+            data, _ = to_bytes(value, p, info, kernel)
+            blobs.append(Blob(p["index"], p["name"], Memory(data), size=len(data)))
+    for (i, _), (memory, offset) in zip(arrays, share(kernel, [b for _, b in arrays])):
+        blobs[i].memory, blobs[i].offset = memory, offset
     return blobs

@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..coverage import mode as _coverage
+from .. import settings
 from ..file_lock import exclusive
 from . import cache as _cache
 from . import shimgen
@@ -41,11 +42,28 @@ KERNEL_CHECK_FLAGS = ["-fsanitize=bounds", "-fsanitize-undefined-trap-on-error"]
 
 
 def kernel_check_flags(ver: str) -> list[str]:
-    # g++ merges identical traps (cross-jumping), and the report would name another check's line
-    return KERNEL_CHECK_FLAGS + ([] if "clang" in ver else ["-fno-crossjumping"])
+    # g++ merges identical traps (cross-jumping), and the report would name another check's
+    # line; and it turns a path it proves undefined (a division by a compile-time zero) into
+    # the same trap as a failed bounds check, which was then reported as one, at no line:
+    # without that, the division runs and faults where it is written (SIGFPE)
+    gcc = [] if "clang" in ver else ["-fno-crossjumping", "-fno-isolate-erroneous-paths-dereference"]
+    return KERNEL_CHECK_FLAGS + gcc
+
+# Device race checking (opt-in, kernel.py's device_races): the compiler's ThreadSanitizer
+# instrumentation puts a call before every load, store and atomic operation of the kernel,
+# to the interface runtime.cpp implements (its device race check). The sanitizer's own
+# runtime is never linked: the object is compiled with these flags and linked without them.
+DEVICE_RACE_FLAG = "-fsanitize=thread"
+
+
+def device_race_flags(ver: str) -> list[str]:
+    # function entry and exit are not instrumented: the check needs the accesses only
+    if "clang" in ver:
+        return [DEVICE_RACE_FLAG, "-mllvm", "-tsan-instrument-func-entry-exit=false"]
+    return [DEVICE_RACE_FLAG, "--param=tsan-instrument-func-entry-exit=0"]
 
 # extra flags for the kernel and runtime compiles (part of every cache key), e.g. -march=native
-CXXFLAGS += os.environ.get("GEMMGLOSSARY_EMULATOR_CXXFLAGS", "").split()
+CXXFLAGS += settings.value("GEMMGLOSSARY_EMULATOR_CXXFLAGS").split()
 
 
 
@@ -53,10 +71,12 @@ def cxxflags(ver: str) -> list[str]:
     """CXXFLAGS for the compiler whose ``--version`` is ``ver``. g++ gets -g1 for -g: line
     tables with their inline chains, which is all the reports read (addr2line -i), at about
     a third less compile time than full debug info; clang++ keeps -g (its -g1 drops the
-    kernel's lines of inlined library code, which the macOS symbolizer needs)."""
+    kernel's lines of inlined library code, which the macOS symbolizer needs), with the
+    statement frontiers -g gives at -O2 and -g1 does not: without them an empty loop's jump
+    (``while (true) {}``) had the line before it, and a timeout named that line."""
     if "clang" in ver:
         return list(CXXFLAGS)
-    return ["-g1" if f == "-g" else f for f in CXXFLAGS]
+    return [g for f in CXXFLAGS for g in (("-g1", "-gstatement-frontiers") if f == "-g" else (f,))]
 
 
 stats = {"compiles": 0, "cache_hits": 0}
@@ -100,7 +120,8 @@ def shim_hash() -> str:
     # The rewriter and the parts of gemmglossary.msl it reads source with.
     msl = HERE.parent / "msl"
     files = [HERE / "rewrite.py", HERE / "threadgroup_members.py", HERE / "vector_brace_lists.py",
-             HERE / "template_deduction.py", HERE / "build.py", HERE / "shimgen.py",
+             HERE / "template_deduction.py", HERE / "range_designators.py", HERE / "conditionals.py", HERE / "union_copies.py",
+             HERE / "build.py", HERE / "shimgen.py",
              *(msl / f for f in ("lexer.py", "tokens.py", "signature.py", "macros.py", "expressions.py"))]
     for d in (SHIM_DIR, HERE / "cpp"):
         files += sorted(d.rglob("*"))
@@ -139,12 +160,18 @@ def precompiled_shim_flags(cxx: str, ver: str, flags: list[str] | None = None) -
     dies with an internal compiler error)."""
     clang = "clang" in ver
     flags = cxxflags(ver) if flags is None else flags
-    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(flags)).encode()).hexdigest()[:16]
+    # clang refuses a precompiled header whose headers' modification times changed, even to the
+    # same contents (a checkout or rebase rewrites them): its key holds them
+    mtimes = "".join(f"{q.name}:{q.stat().st_mtime_ns}" for q in sorted(SHIM_DIR.rglob("*.h"))) if clang else ""
+    key = hashlib.sha256((shim_hash() + cxx + ver + " ".join(flags) + mtimes).encode()).hexdigest()[:16]
     folder = generated_dir() / "pch" / key
     out = folder / ("mslemu.pch" if clang else "mslemu.h.gch")
-    if not out.exists():
+    # verified like a kernel.so (a truncated header failed every later compile); the
+    # description is a dot file, so that the folder holds only the header g++ looks for
+    desc = folder / f".{out.name}.json"
+    if not _cache.read_file_entry(out, desc):
         with exclusive(folder / ".build.lock"):
-            if not out.exists():
+            if not _cache.read_file_entry(out, desc):
                 tmp = out.with_name(f".{out.name}.{os.getpid()}")
                 includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
                 r = subprocess.run([cxx, *flags, *includes, "-x", "c++-header", str(SHIM_DIR / "mslemu.h"),
@@ -152,7 +179,7 @@ def precompiled_shim_flags(cxx: str, ver: str, flags: list[str] | None = None) -
                 if r.returncode:
                     tmp.unlink(missing_ok=True)
                     return []
-                os.replace(tmp, out)
+                _cache.write_file_entry(out, tmp, desc)
     return ["-include-pch", str(out)] if clang else ["-I", str(folder)]
 
 
@@ -202,7 +229,10 @@ def preprocessor_command(include_dirs: list[str], defines: dict | None) -> list[
     predefined macros, -I and -D), without the input; msl.includes asks it too."""
     cxx, _ = compiler()
     args = [cxx, "-E", "-x", "c++", "-std=c++17", "-nostdinc++", "-I", str(STAGE1_DIR),
-            "-D__METAL_VERSION__=300", "-D__METAL__=1", "-D__HAVE_SIMDGROUP_MATRIX__=1"]
+            "-D__METAL_VERSION__=300", "-D__METAL__=1", "-D__HAVE_SIMDGROUP_MATRIX__=1",
+            # Metal's scalar and vector types, address spaces and attributes are the language's,
+            # not <metal_stdlib>'s: a kernel that includes no header gets the shim too
+            "-include", str(STAGE1_DIR / "_mslemu_macros.h")]
     for d in include_dirs:
         args += ["-I", str(d)]
     for k, v in (defines or {}).items():
@@ -303,9 +333,48 @@ _DECLARES_FUNCTION_CONSTANT = re.compile(r"\[\[[^\]]*\bfunction_constant\s*\(")
 VALUES_COMPILED_IN = "values-compiled-in.txt"
 
 
+# A source with at most this many explicit kernel instantiations is compiled whole for any of
+# its kernels (shared by all of them); a larger one, one kernel at a time, unless it is
+# compiled as a library.
+SMALL_FILE = 4
+# The optimization level of a library of a larger file (every kernel of it in one object).
+# Nearly all of such a compile is the compiler's back end on the code of every kernel, its
+# library calls inlined: llama.cpp's mul_mm.metal (111 kernels) took 48 s of CPU at -O2,
+# 37 s at -O1 and 27 s at -Og (g++ 12, its mul_mv.metal 25 s at -O2); -Og keeps the line
+# tables the reports read. `gemmglossary bench emulator` prints each llama.cpp file's time.
+LIBRARY_OPT = "-Og"
+
+
+@lru_cache(maxsize=None)
+def soft_half(cxx: str, flags: tuple[str, ...]) -> bool:
+    """Whether the compiler gives the shim its own half class (mslemu.h's choice, made by the
+    same predefined macros): no _Float16 (clang++ 14 on x86-64, g++ 12 on aarch64), or
+    MSLEMU_SOFT_HALF defined."""
+    if "-DMSLEMU_SOFT_HALF" in flags:
+        return True
+    try:
+        macros = subprocess.run([cxx, "-x", "c++", "-std=c++17", "-dM", "-E", "-"], input="", capture_output=True,
+                                text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    gnu = re.search(r"#define __GNUC__ (\d+)", macros)
+    native = "__FLT16_MAX__" in macros and ("__clang__" in macros or "__x86_64__" in macros
+                                             or (gnu is not None and int(gnu.group(1)) >= 13))
+    return not native
+
+
+def _instantiations(pre: str) -> int:
+    return len(re.findall(r"\btemplate\s*\[\[", pre))
+
+
 def build(source: str, filename: str, *, include_dirs: list[str], defines: dict | None,
-          function_constants: dict | None, kernel: str | None = None):
-    """Return (so_path, manifest dict, cache_hit).
+          function_constants: dict | None, kernel: str | None = None, device_races: bool = False,
+          probe: bool = False):
+    """Return (so_path, manifest dict, cache_hit); with `probe`, None unless it is in the cache
+    (nothing is compiled).
+
+    kernel None compiles every kernel of the source (a library); a name compiles that one,
+    when the source has many instantiations (MLX's files), else the whole source too.
 
     Metal compiles a library once and specializes its pipelines by the values of the
     function constants; so does the emulator where C++ allows it. A source with function
@@ -314,14 +383,31 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
     object with its values beside it (cache.specialized). A source that uses a function
     constant where C++ wants a constant expression (a template argument, `if constexpr`,
     a static_assert...) cannot be: its values are compiled in, one object per set, as
-    Metal's compiler folds them."""
-    cxx, ver = compiler()
+    Metal's compiler folds them.
+
+    device_races: the object instrumented for the device race check (an entry of its own).
+    A kernel of a file with many instantiations is taken from the whole file's object when
+    that is in the cache (a library compiled before with these defines), else compiled alone."""
     pre = preprocess(source, filename, include_dirs, defines)
     # files with many explicit kernel instantiations (MLX style) are compiled one kernel
     # at a time; small files are compiled whole and shared by all their kernels
-    if len(re.findall(r"\btemplate\s*\[\[", pre)) <= 4:
+    if _instantiations(pre) <= SMALL_FILE:
         kernel = None
+    if kernel is not None and not probe:
+        library = _build_preprocessed(pre, filename, defines, function_constants, None, device_races, True)
+        if library is not None and kernel in library[1]["kernels"]:
+            return library
+    return _build_preprocessed(pre, filename, defines, function_constants, kernel, device_races, probe)
+
+
+def _build_preprocessed(pre: str, filename: str, defines: dict | None, function_constants: dict | None,
+                        kernel: str | None, device_races: bool, probe: bool):
+    cxx, ver = compiler()
     flags = cxxflags(ver) + kernel_check_flags(ver) + _coverage.kernel_flags(shim_include_dirs())  # its own cache key when instrumented
+    if kernel is None and _instantiations(pre) > SMALL_FILE:
+        flags = [LIBRARY_OPT if f == "-O2" else f for f in flags]
+    if device_races:
+        flags += device_race_flags(ver)
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
 
     def entry(fc_key: str, at_load: bool):
@@ -331,6 +417,8 @@ def build(source: str, filename: str, *, include_dirs: list[str], defines: dict 
         if found:
             stats["cache_hits"] += 1
             return (*found, True)
+        if probe:
+            return None
         # one process builds an entry; one that wants it meanwhile (the test suite runs on
         # every core) waits and reads the result instead of compiling it a second time
         with exclusive(d / ".build.lock"):
@@ -375,7 +463,8 @@ def _with_defined(manifest: dict, values: dict) -> dict:
 
 def _compile(d: Path, pre: str, filename: str, function_constants: dict | None, kernel: str | None,
              cxx: str, ver: str, flags: list[str], *, at_load: bool = False):
-    rw = rewrite(pre, filename, function_constants, only=None if kernel is None else {kernel}, at_load=at_load)
+    rw = rewrite(pre, filename, function_constants, only=None if kernel is None else {kernel}, at_load=at_load,
+                 soft_half=soft_half(cxx, tuple(flags)))
     manifest = {
         "kernels": {
             name: {
@@ -396,9 +485,19 @@ def _compile(d: Path, pre: str, filename: str, function_constants: dict | None, 
     rt = runtime_object()
     tmp = d / f".kernel.so.{os.getpid()}"
     includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
-    cmd = [cxx, *flags, *precompiled_shim_flags(cxx, ver, flags), *link_flags(cxx, ver), "-shared", *includes, str(src),
-           str(rt), "-o", str(tmp)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    if DEVICE_RACE_FLAG in flags:  # compiled instrumented, linked without the sanitizer's runtime
+        obj = d / f".kernel.o.{os.getpid()}"
+        r = subprocess.run([cxx, *flags, *precompiled_shim_flags(cxx, ver, flags), "-c", *includes, str(src),
+                            "-o", str(obj)], capture_output=True, text=True)
+        if not r.returncode:
+            plain = [f for f in flags if f not in device_race_flags(ver)]
+            r = subprocess.run([cxx, *plain, *link_flags(cxx, ver), "-shared", str(obj), str(rt), "-o", str(tmp)],
+                               capture_output=True, text=True)
+        obj.unlink(missing_ok=True)
+    else:
+        cmd = [cxx, *flags, *precompiled_shim_flags(cxx, ver, flags), *link_flags(cxx, ver), "-shared", *includes,
+               str(src), str(rt), "-o", str(tmp)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
     stats["compiles"] += 1
     if r.returncode:
         raise CompileError(_clean_errors(r.stderr))

@@ -128,9 +128,10 @@ def specialized(so: Path, fc_lines: list[str]) -> Path:
     return copy
 
 
-def read_file_entry(path: Path) -> Path | None:
-    """`path` (e.g. the runtime object) if it exists and matches its ``.json`` description."""
-    desc = path.with_suffix(".json")
+def read_file_entry(path: Path, desc: Path | None = None) -> Path | None:
+    """`path` (e.g. the runtime object) if it exists and matches its description (``desc``,
+    else ``path`` with the suffix ``.json``)."""
+    desc = desc or path.with_suffix(".json")
     if not desc.exists():
         return None
     recorded, why = _read_json(desc)
@@ -142,8 +143,8 @@ def read_file_entry(path: Path) -> Path | None:
     return path
 
 
-def write_file_entry(path: Path, tmp: Path) -> Path:
+def write_file_entry(path: Path, tmp: Path, desc: Path | None = None) -> Path:
     digest = file_digest(tmp)
     os.replace(tmp, path)
-    atomic_write(path.with_suffix(".json"), json.dumps(digest).encode())
+    atomic_write(desc or path.with_suffix(".json"), json.dumps(digest).encode())
     return path

@@ -5,8 +5,10 @@ so that programs need not parse the wording (every one is None when it does not 
 
 - ``threadgroup`` (x, y, z); ``thread``, a :class:`Thread`; ``site`` (file, line) of the
   current thread's access or call;
-- DataRaceError: ``memory`` (the threadgroup variable), ``element`` ("tile[0][1]", no quotes),
-  ``access`` ("read" / "write"); ``other_thread``, ``other_site``, ``other_access``;
+- DataRaceError: ``memory`` (the threadgroup variable, or the buffer), ``element`` ("tile[0][1]",
+  no quotes; on device memory "C[12]", counted in ``element_size``-byte accesses), ``access``
+  ("read" / "write"); ``other_thread``, ``other_site``, ``other_access``, and on device
+  memory ``other_threadgroup`` (another threadgroup's access races too);
 - OutOfBoundsError: ``buffer``, ``index``, ``length`` (elements), ``element_size``,
   ``access`` ("read", "write", or "unknown" for elements over 32 KiB);
 - BarrierError: ``sites`` [(file, line)...] of the barriers involved; for a barrier some
@@ -14,7 +16,9 @@ so that programs need not parse the wording (every one is None when it does not 
 - SimdgroupDivergenceError: ``sites``, ``operation`` ("simd_sum"...), ``simdgroup``;
 - KernelCrash: ``signal`` ("SIGSEGV"...);
 - PortabilityWarning: ``kind`` ("uninitialized-read", "returned-before-barrier",
-  "oob-read", "library": found by the emulator's Metal library), with the fields above that apply.
+  "oob-read", "library": found by the emulator's Metal library; with device_races,
+  "device-barrier-without-memory-order" and "same-value-write-race"), with the fields above
+  that apply.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ class Thread(NamedTuple):
 
 _FACT_ATTRS = ("threadgroup", "thread", "site", "memory", "element", "access", "other_thread", "other_site",
                "other_access", "buffer", "index", "length", "element_size", "sites", "not_reached", "waiting",
-               "operation", "simdgroup", "signal", "kind")
+               "operation", "simdgroup", "signal", "kind", "other_threadgroup")
 
 
 class _Facts:
@@ -57,7 +61,8 @@ class LaunchError(EmulatorError):
 
 
 class DataRaceError(EmulatorError):
-    """Two threads touched the same threadgroup memory with no barrier in between."""
+    """Two threads touched the same threadgroup memory with no barrier in between, or (with
+    device_races) the same device memory with nothing ordering them."""
 
 
 class BarrierError(EmulatorError):
@@ -81,7 +86,9 @@ class KernelCrash(EmulatorError):
 
 
 class PortabilityWarning(_Facts, UserWarning):
-    """Behaviour that works on Apple GPUs but that the Metal specification does not promise."""
+    """Behaviour the Metal specification does not promise (or rules out) but a kernel relies on,
+    MLX's among them: the emulator gives the result the kernel's authors assume, and says so,
+    because no Apple document says what a GPU does."""
 
 
 class PortabilityError(EmulatorError):
@@ -127,7 +134,7 @@ def with_facts(exc, facts: dict[str, str], symbolizer=None):
         v = ints(s)
         return Thread(v[:3], v[3], v[4], v[5])
 
-    conv = {"threadgroup": ints, "thread": thread, "other_thread": thread, "index": int, "length": int,
+    conv = {"threadgroup": ints, "other_threadgroup": ints, "thread": thread, "other_thread": thread, "index": int, "length": int,
             "element_size": int, "simdgroup": int, "not_reached": _ids, "waiting": _ids,
             "site": _site, "sites": lambda s: [_site(x) for x in s.split(";") if x],
             "operation": lambda s: s if ";" not in s else s.split(";"),

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from . import build as _build
+from . import launch_checks
+from .. import settings
 from .abi import abi
 from . import trace as _trace
 from . import workers as _workers
@@ -19,11 +21,12 @@ from .errors import (BarrierError, CompileError, DataRaceError, EmulatorError, K
                      LaunchError, OutOfBoundsError, PortabilityError, PortabilityWarning, SimdgroupDivergenceError, parse_facts,
                      with_facts)
 from .symbolize import Symbolizer
+from ..coverage import warnings_record as _warnings_record
 
 FACTS_SEPARATOR = "\x1f"  # MSLEMU_FACTS_SEPARATOR of mslemu_abi.h
 RECORD_SEPARATOR = b"\x1e"  # MSLEMU_RECORD_SEPARATOR: between the warnings of warn_msg
 
-MAX_THREADS = 1024  # Apple GPUs' maxTotalThreadsPerThreadgroup
+MAX_THREADS = 1024  # maxTotalThreadsPerThreadgroup's ceiling in Apple's Metal feature set tables
 
 # the exception of each ErrKind of mslemu_abi.h
 _ERROR_CLASSES = {"E_GENERIC": EmulatorError, "E_OOB": OutOfBoundsError, "E_RACE": DataRaceError,
@@ -77,7 +80,24 @@ def load_kernel(path_or_source, name: str, *, defines=None, function_constants=N
     """Compile (or fetch from the cache) kernel ``name`` of a .metal file or source string.
 
     ``path_or_source`` is a file when it is a ``Path`` or a ``str`` without a newline (any
-    extension: ``.metal``, ``.h``...), and Metal source when it is a ``str`` with one."""
+    extension: ``.metal``, ``.h``...), and Metal source when it is a ``str`` with one.
+
+    A file with many kernel instantiations is compiled for this kernel alone, unless the
+    whole file is in the cache already as a library (library.py: load_library), with the
+    same defines and function constants: the kernel is then taken from it."""
+    source, filename, dirs = read_source(path_or_source, include_dirs)
+
+    def build(device_races: bool = False):
+        return _build.build(source, filename, include_dirs=dirs, defines=defines,
+                            function_constants=function_constants, kernel=name, device_races=device_races)
+
+    so, manifest, hit = build()
+    return kernel_from(so, manifest, name, filename, hit, function_constants,
+                       instrumented=lambda: build(device_races=True))
+
+
+def read_source(path_or_source, include_dirs) -> tuple[str, str, list[str]]:
+    """(source text, file name, include directories) of a file or source string."""
     if not isinstance(path_or_source, (str, os.PathLike)):
         raise TypeError(f"load_kernel takes a path or Metal source text, not {type(path_or_source).__name__}")
     if _is_path(path_or_source):
@@ -87,7 +107,10 @@ def load_kernel(path_or_source, name: str, *, defines=None, function_constants=N
             hint = "" if isinstance(path_or_source, os.PathLike) else (
                 " (a str without a newline is read as a file name; Metal source text has at least one newline)")
             raise CompileError(f"{path}: {what}{hint}")
-        source = path.read_text()
+        try:
+            source = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:  # the file's mistake, named, as the compiler would
+            raise CompileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         filename = str(path)
         dirs = [str(path.parent)]
     else:
@@ -95,20 +118,24 @@ def load_kernel(path_or_source, name: str, *, defines=None, function_constants=N
         filename = "<source>"
         dirs = []
     dirs += [str(Path(d).resolve()) for d in (include_dirs or [])]
-    so, manifest, hit = _build.build(source, filename, include_dirs=dirs, defines=defines,
-                                     function_constants=function_constants, kernel=name)
+    return source, filename, dirs
+
+
+def kernel_from(so: Path, manifest: dict, name: str, filename: str, hit: bool, function_constants,
+                instrumented) -> "Kernel":
+    """Kernel `name` of a compiled object (newFunctionWithName), its function constants checked."""
     declared = manifest.get("function_constants", {})
     indices = {v[0] for v in declared.values()}
     for key in function_constants or {}:
         if (isinstance(key, str) and key not in declared) or (not isinstance(key, str) and int(key) not in indices):
             warnings.warn(f"{filename}: function constant {key!r} is not declared in this source; its value is ignored",
-                          stacklevel=2)
+                          stacklevel=3)
     if name not in manifest["kernels"]:
         known = ", ".join(sorted(manifest.get("all_kernels") or manifest["kernels"])) or "none"
         raise CompileError(f"{filename}: no kernel named '{name}' (kernels found: {known})")
     if "fc_slots" in manifest:
         _check_function_constants(so, manifest["fc_slots"], filename)
-    return Kernel(so, manifest["kernels"][name], name, filename, hit)
+    return Kernel(so, manifest["kernels"][name], name, filename, hit, instrumented=instrumented)
 
 
 def _check_function_constants(so: Path, slots: list, filename: str) -> None:
@@ -129,8 +156,12 @@ def _check_function_constants(so: Path, slots: list, filename: str) -> None:
 class Kernel:
     """A compiled kernel; call it to launch."""
 
-    def __init__(self, so: Path, meta: dict, name: str, filename: str, cache_hit: bool):
+    def __init__(self, so: Path, meta: dict, name: str, filename: str, cache_hit: bool, instrumented=None):
         self.so = so
+        # how to build this kernel instrumented for the device race check, and that build
+        self._instrumented = instrumented
+        self._device_race_kernel = None
+        self._checks_device_races = False  # this is that build
         self.name = name
         self.filename = filename
         self.meta = meta
@@ -169,8 +200,15 @@ class Kernel:
     # ------------------------------------------------------------------ launch
     def __call__(self, *buffers, threads=None, threadgroups=None, threads_per_threadgroup=None,
                  threadgroup_memory=None, schedule="lockstep", timeout=60.0, race_check=True,
-                 oob_reads="error", workers=None, strict=None, trace=None):
+                 oob_reads="error", workers=None, strict=None, trace=None, device_races=None):
         """Launch the kernel.
+
+        device_races: True checks device memory for races too (two threads of the dispatch
+        touching one address, at least one writing, not both atomically, with nothing that
+        orders them); None (default) reads $GEMMGLOSSARY_EMULATOR_DEVICE_RACES (1, true or
+        yes). It runs a build of the kernel instrumented at every memory access (compiled
+        the first time it is asked for) with every threadgroup in one worker process, some
+        times slower than a launch without it (docs/emulator.md has the measured cost).
 
         trace: True or a ``Tracing(...)`` records what every thread did at its barriers and
         simd-group functions (see emulator/trace.py); the launch then returns the Trace and
@@ -185,21 +223,33 @@ class Kernel:
         kernels read past the edge and discard the values) while any out-of-bounds write
         is still an OutOfBoundsError.
 
-        strict: True turns every PortabilityWarning (what Apple GPUs do but the specification
-        does not promise) into a PortabilityError, raised before any output is written back;
+        strict: True turns every PortabilityWarning (what the kernel relies on that the
+        specification does not promise) into a PortabilityError, raised before any output is written back;
         None (default) reads $GEMMGLOSSARY_EMULATOR_STRICT (1, true or yes: strict).
 
         workers: how many processes share the threadgroups (default: $GEMMGLOSSARY_EMULATOR_WORKERS,
         else up to 2 CPUs). Results and diagnostics do not depend on it: each threadgroup
         runs whole in one process, and the error of the lowest-numbered threadgroup is reported.
         """
+        device_races = _flag(device_races, "GEMMGLOSSARY_EMULATOR_DEVICE_RACES")
+        if device_races and not self._checks_device_races:  # the launch goes to the instrumented build
+            k = self._device_race_build()
+            try:
+                return k(*buffers, threads=threads, threadgroups=threadgroups,
+                         threads_per_threadgroup=threads_per_threadgroup, threadgroup_memory=threadgroup_memory,
+                         schedule=schedule, timeout=timeout, race_check=race_check, oob_reads=oob_reads,
+                         workers=workers, strict=strict, trace=trace, device_races=True)
+            finally:
+                self.last_trace = k.last_trace
         ntg, grid, tptg, dispatch_threads = self._geometry(threads, threadgroups, threads_per_threadgroup)
         tracing = _trace.request(trace)
         if 0 in grid:
             return
+        launch_checks.writable(self.name, self._buffer_params(), buffers)
         blobs = bind_buffers(self.name, self._buffer_params(), buffers)
         tgm = self._threadgroup_memory(threadgroup_memory)
-        options = _options(schedule, timeout, race_check, oob_reads, workers, ntg)
+        options = _options(schedule, timeout, race_check, oob_reads, 1 if device_races else workers, ntg)
+        options["device_races"] = 1 if device_races else 0
         plan = _trace.TracePlan(tracing, ntg, tptg, race_check) if tracing else None
         region = _LaunchRegion(blobs, options["workers"], plan.nbytes if plan else 0)
         try:
@@ -215,10 +265,18 @@ class Kernel:
             region.close()
         return self.last_trace if plan else None
 
+    def _device_race_build(self) -> "Kernel":
+        """This kernel as built for the device race check (compiled on first use)."""
+        if self._device_race_kernel is None:
+            so, manifest, hit = self._instrumented()
+            self._device_race_kernel = Kernel(so, manifest["kernels"][self.name], self.name, self.filename, hit)
+            self._device_race_kernel._checks_device_races = True
+        return self._device_race_kernel
+
     def _execute(self, launch, region: "_LaunchRegion", options: dict) -> dict:
         """Run the launch in worker processes (or, for debugging, here); the merged report."""
         results = region.results()
-        if os.environ.get("GEMMGLOSSARY_EMULATOR_INPROCESS") == "1":
+        if settings.value("GEMMGLOSSARY_EMULATOR_INPROCESS"):
             # the kernel runs inside this process, for debugging the emulator itself under
             # gdb: any diagnostic or crash then ends the process
             self._lib.mslemu_run(ctypes.byref(launch))
@@ -250,19 +308,31 @@ class Kernel:
                 f"{limit} (maxTotalThreadsPerThreadgroup"
                 + (" from its max_total_threads_per_threadgroup attribute" if self.max_total_threads_per_threadgroup < MAX_THREADS else "")
                 + "); Metal rejects this launch")
+        for what, sizes in (("threads", threads), ("threadgroups", threadgroups)):
+            if sizes is not None and 0 in _dims(sizes, what):
+                raise LaunchError(f"{what} {tuple(_dims(sizes, what))}: a dispatch with a size of 0 runs no "
+                                  "thread at all; every size must be at least 1 (as MLX's metal_kernel "
+                                  "requires of its grid)")
         if threads is not None:
             grid = _dims(threads, "threads")
-            return [(grid[i] + tptg[i] - 1) // tptg[i] for i in range(3)], grid, tptg, 1
+            ntg = [(grid[i] + tptg[i] - 1) // tptg[i] for i in range(3)]
+            launch_checks.sizes("threads", ntg, grid, tptg)
+            return ntg, grid, tptg, 1
         ntg = _dims(threadgroups, "threadgroups")
-        return ntg, [ntg[i] * tptg[i] for i in range(3)], tptg, 0
+        grid = [ntg[i] * tptg[i] for i in range(3)]
+        launch_checks.sizes("threadgroups", ntg, grid, tptg)
+        return ntg, grid, tptg, 0
 
     def _threadgroup_memory(self, threadgroup_memory) -> list[int]:
         """Bytes of each [[threadgroup(n)]] buffer (setThreadgroupMemoryLength)."""
         tgm = [0] * abi()["MSLEMU_MAX_BUFFERS"]
         for p, inf in zip(self._params, self._info):
             if p["kind"] == abi()["P_TGMEM"] and inf.gate:
-                n = (threadgroup_memory or {}).get(p["index"], 0)
-                if not n:
+                n = (threadgroup_memory or {}).get(p["index"])
+                # None: never set. An explicit 0 is a host's setThreadgroupMemoryLength(0) for a
+                # parameter the kernel declares and does not use (llama.cpp's q4_0 mul_mv): allowed,
+                # and any access to it is outside its 0 bytes.
+                if n is None:
                     raise LaunchError(f"threadgroup parameter '{p['name']}' [[threadgroup({p['index']})]] has no memory: "
                                       f"pass threadgroup_memory={{{p['index']}: nbytes}} (setThreadgroupMemoryLength)")
                 tgm[p["index"]] = _count(n, f"threadgroup_memory[{p['index']}]")
@@ -302,20 +372,28 @@ class Kernel:
 
     def _warn(self, prefix: str, raw: bytes) -> None:
         text, facts = self._decode(raw)
-        warnings.warn(with_facts(PortabilityWarning(prefix + text), facts, self._symbolizer), stacklevel=4)
+        warning = with_facts(PortabilityWarning(prefix + text), facts, self._symbolizer)
+        _warnings_record.record(warning, os.environ.get("PYTEST_CURRENT_TEST", ""))  # a coverage run's list
+        warnings.warn(warning, stacklevel=4)
 
 
 def _strict(strict) -> bool:
     """strict=, else $GEMMGLOSSARY_EMULATOR_STRICT."""
-    if strict is None:
-        return os.environ.get("GEMMGLOSSARY_EMULATOR_STRICT", "").strip().lower() in ("1", "true", "yes")
-    return bool(strict)
+    return _flag(strict, "GEMMGLOSSARY_EMULATOR_STRICT")
+
+
+def _flag(value, variable: str) -> bool:
+    """A launch's True/False option, else (None) the settings variable `variable`."""
+    if value is None:
+        return settings.value(variable)
+    return bool(value)
 
 
 class _LaunchRegion:
-    """The launch struct, one result per worker, the buffer names and the buffers, in one
-    region shared with the worker processes. Outputs are copied back only after a
-    successful launch (no half-written outputs)."""
+    """The launch struct, one result per worker, the buffer names and the device memories
+    (one per memory the arguments share: device_memory.py), in one region shared with the
+    worker processes. Outputs are copied back only after a successful launch (no
+    half-written outputs)."""
 
     def __init__(self, blobs: list[Blob], workers: int, extra: int = 0):
         a = abi()
@@ -329,11 +407,12 @@ class _LaunchRegion:
         for b in blobs:
             self.names_at.append(off)
             off += len(b.name.encode()) + 1
-        self.buffers_at = []
-        for b in blobs:
+        self.memories = list({id(b.memory): b.memory for b in blobs if b.memory is not None}.values())
+        self.memories_at = []
+        for m in self.memories:
             off = _align(off)
-            self.buffers_at.append(off)
-            off += len(b.data or b"") + 64
+            self.memories_at.append(off)
+            off += len(m.data) + 64
         self.extra_at = _align(off)  # `extra` bytes for the trace, if one was asked for
         self.shm = _workers.Region(_align(self.extra_at + extra))
 
@@ -346,15 +425,17 @@ class _LaunchRegion:
         a = abi()
         mm, base = self.shm.mm, self.shm.base
         launch = a.structs["MslemuLaunch"].from_buffer(mm, 0)
-        for b, name_at, at in zip(self.blobs, self.names_at, self.buffers_at):
+        for m, at in zip(self.memories, self.memories_at):
+            mm[at:at + len(m.data)] = m.data
+        memory_at = {id(m): at for m, at in zip(self.memories, self.memories_at)}
+        for b, name_at in zip(self.blobs, self.names_at):
             nm = b.name.encode() + b"\0"
             mm[name_at:name_at + len(nm)] = nm
             launch.buf_name[b.index] = ctypes.cast(base + name_at, ctypes.c_char_p)
-            if b.data is None:  # unbound: a name for the report, no memory
+            if b.memory is None:  # unbound: a name for the report, no memory
                 continue
-            mm[at:at + len(b.data)] = b.data
-            launch.buf[b.index] = base + at
-            launch.buf_size[b.index] = len(b.data)
+            launch.buf[b.index] = base + memory_at[id(b.memory)] + b.offset
+            launch.buf_size[b.index] = b.size
         for i in range(3):
             launch.ntg[i], launch.grid[i], launch.tptg[i] = ntg[i], grid[i], tptg[i]
         launch.dispatch_threads = dispatch_threads
@@ -374,14 +455,12 @@ class _LaunchRegion:
         return launch
 
     def write_back(self, kernel: str) -> None:
-        for b, at in zip(self.blobs, self.buffers_at):
-            if b.array is None:
-                continue
-            new = self.shm.mm[at:at + len(b.data)]
-            if new != b.data:
-                if not b.array.flags.writeable:
-                    raise LaunchError(f"kernel '{kernel}' wrote to buffer '{b.name}', but the array is read-only")
-                b.array[...] = np.frombuffer(new, dtype=b.array.dtype).reshape(b.array.shape)
+        """Every memory checked (a read-only array the kernel wrote is refused) before any is written."""
+        results = [(m, self.shm.mm[at:at + len(m.data)]) for m, at in zip(self.memories, self.memories_at)]
+        for m, new in results:
+            m.check(new, kernel)
+        for m, new in results:
+            m.write_back(new)
 
     def close(self) -> None:
         self.shm.close()
@@ -414,9 +493,9 @@ def _options(schedule, timeout, race_check, oob_reads, workers, ntg) -> dict:
 
 def _worker_count(w) -> int:
     if w is None:
-        env = os.environ.get("GEMMGLOSSARY_EMULATOR_WORKERS")
-        if env:
-            return max(1, int(env))
+        env = settings.value("GEMMGLOSSARY_EMULATOR_WORKERS")
+        if env is not None:
+            return env
         try:
             n = len(os.sched_getaffinity(0))
         except (AttributeError, OSError):  # no sched_getaffinity on macOS

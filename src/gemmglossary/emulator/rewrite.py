@@ -8,6 +8,7 @@ file. Kernel parameters are read by the project's one signature reader
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections import OrderedDict
@@ -16,6 +17,9 @@ from dataclasses import dataclass, field
 
 from .abi import abi
 from .errors import CompileError
+from .conditionals import SoftHalfConditionals
+from .range_designators import RangeDesignators
+from .union_copies import UnionCopies
 from .template_deduction import param_type, template_param_name, type_words, unify
 from .threadgroup_members import ThreadgroupMembers
 from .vector_brace_lists import VectorBraceLists
@@ -142,10 +146,12 @@ def _top_level_split(text: str) -> list[str]:
     return [p for p in [*parts, cur] if p.strip()]
 
 
-def _accepts(template_params: str, args: list[str]) -> bool:
+def _accepts(template_params: str, args: list[str], *, template_ids_as_values: bool = False) -> bool:
     """Whether a template parameter list takes these (preprocessed) arguments: their number,
     and each one's kind where it shows (a number or true/false is a value, a builtin type
-    word or a name followed by <...> a type)."""
+    word or a name followed by <...> a type). With `template_ids_as_values`, a name followed
+    by <...> may also be a value: a specialization of a function template given to a
+    parameter of function-pointer type (llama.cpp's `kernel_mul_mv_id<mmv_fn<...>>`)."""
     params = _top_level_split(template_params)
     pack = any("..." in p for p in params)
     fixed = [p for p in params if "..." not in p]
@@ -156,7 +162,8 @@ def _accepts(template_params: str, args: list[str]) -> bool:
         a = a.strip()
         is_value = re.match(r"[-+(]?\s*(\d|true\b|false\b)", a) is not None
         is_type = a.split("<")[0].split()[-1] in BUILTIN_TYPE_WORDS | {"half", "bfloat", "uint", "ushort", "uchar",
-                                                                       "ulong"} or ("<" in a and a.endswith(">"))
+                                                                       "ulong"} or (
+            "<" in a and a.endswith(">") and not template_ids_as_values)
         if (is_type_param and is_value) or (not is_type_param and is_type and not is_value):
             return False
     return True
@@ -196,14 +203,15 @@ def _c_value(v: bool | float | int, typ: str) -> str:
     return f"({typ})({v!r})"
 
 
-class Rewriter(ThreadgroupMembers, VectorBraceLists):
+class Rewriter(ThreadgroupMembers, VectorBraceLists, RangeDesignators, SoftHalfConditionals, UnionCopies):
     """The passes over one preprocessed source. With `function_constants` None the values of
     the function constants are left as placeholders (:data:`_FC`), for :func:`_with_values`
     to fill in: the passes do not depend on them, so a source is rewritten once for all the
     values it is compiled with (MLX specializes most kernels by function constants)."""
 
     def __init__(self, text: str, default_file: str, function_constants: dict | None,
-                 only: Collection[str] | None = None):
+                 only: Collection[str] | None = None, soft_half: bool = False):
+        self.soft_half = soft_half  # the host compiler's half is the shim's class (conditionals.py)
         # the host names of the kernels to instantiate (None: all of them)
         self.only = None if only is None else ({only} if isinstance(only, str) else set(only))
         self.all_names: list[str] = []
@@ -223,6 +231,11 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
         # as recorded, text before it, text after it, keep its own text); pass_threadgroup_members,
         # pass_vector_brace_lists, and pass_call_arguments's decay_array of a threadgroup array
         self.text_edits: list[list[tuple[int, Tok, str, str, bool]]] = []
+        # (host name, first and last token) of each explicit kernel instantiation, kept or not
+        self.instantiation_tokens: list[tuple[str, int, int]] = []
+        # the characters of each one in the output (run): what selected() blanks
+        self.instantiation_chars: list[tuple[str, int, int]] = []
+        self.body = ""  # the output without its entry points
 
     def err(self, t: Tok, msg: str) -> CompileError:
         return CompileError(f"{t.file}:{t.line}: error: {msg}")
@@ -238,7 +251,11 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
             elif t.kind == "pp" and re.match(r"#\s*pragma\s+(clang|unroll)", t.text):
                 t.text = ""
         self.pass_coherence()
+        self.pass_union_copies()
         self.pass_asm_intrinsics()
+        if self.soft_half:
+            self.pass_soft_half_conditionals()
+        self.pass_array_designators()
         self.pass_function_constants()
         self.pass_kernels()
         self.pass_member_specializations()
@@ -252,7 +269,10 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
         self.apply_text_edits()
         self.apply_value_wraps()
         # the shim first, before any token, so that the compiler can use it precompiled (build.py)
-        text = ('#include "mslemu.h"\n' if shim_needed else "") + join(toks)
+        head = '#include "mslemu.h"\n' if shim_needed else ""
+        text = head + join(toks)
+        self._locate_instantiations(len(head))
+        self.body = text
         text += self.entries()
         self.out.text = text
         self.out.all_names = self.all_names
@@ -413,6 +433,8 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
             elif before.text not in (">", ">>", "]", ")"):
                 continue
             rp = _match(toks, lp)
+            if self._is_pointer_declarator(lp, rp):
+                continue
             start = lp + 1
             k = start
             while k <= rp:
@@ -424,6 +446,16 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
                     self._wrap_if_element(start, k - 1)
                     start = k + 1
                 k += 1
+
+    def _is_pointer_declarator(self, lp: int, rp: int) -> bool:
+        """Whether the parentheses lp..rp hold the declarator of a pointer to a function,
+        `(*name)` followed by its parameter list (`void (*deq)(device const T *, short)`, a
+        template parameter or a variable), not a call's argument `*p`."""
+        toks = self.toks
+        inner = [k for k in range(lp + 1, rp) if toks[k].kind not in ("ws", "nl", "comment")]
+        nxt = _sig(toks, rp + 1)
+        return (len(inner) == 2 and toks[inner[0]].text == "*" and toks[inner[1]].kind == "id"
+                and nxt < len(toks) and toks[nxt].text == "(")
 
     def _wrap_if_element(self, a: int, b: int) -> None:
         """Record tokens a..b for decay_val if they form `[*]name(.name|->name|[...])*` with a
@@ -509,9 +541,11 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
                         if pv < 0 or toks[pv].text not in ("static", "constexpr", "const"):
                             break
                         _blank(toks, pv, i - 1, " ")
+                    # the index as written, macros expanded: a number or arithmetic on numbers
+                    # (llama.cpp's `FC_MUL_MV + 0`); anything else cannot be matched by index
                     try:
-                        idx = int(idx_text, 0)
-                    except ValueError:
+                        idx = evaluate(idx_text)
+                    except ExpressionError:
                         idx = -1
                     if self.fc_values is None:
                         n = len(self.fc_specs)
@@ -679,6 +713,8 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
             raise self.err(t, f"instantiation of unknown template kernel '{fname}'")
         args = _top_level_split(targs)
         fits = [k for k in overloads if _accepts(k.template_params, args)]
+        if not fits:  # an argument f<...> read as a type: it may be a function given to a value parameter
+            fits = [k for k in overloads if _accepts(k.template_params, args, template_ids_as_values=True)]
         n = len(args)
         if len(fits) == 1 or (fits and all(f.params == fits[0].params for f in fits)):
             return fits[0]
@@ -734,6 +770,7 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
         base = self._overload(fname, targs, toks[i])
         name = host_name or f"{fname}<{targs}>"
         self.all_names.append(name)
+        self.instantiation_tokens.append((name, start, semi))
         if self.only is not None and name not in self.only:
             # instantiate only the kernels that were asked for: MLX files instantiate hundreds
             _blank(toks, start, semi, " ")
@@ -1099,7 +1136,7 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
             what = ", ".join(f"'{nm}' ({tx})" for nm, tx, _ in initialized)
             msg = (f"threadgroup {'variable' if len(initialized) == 1 else 'variables'} {what} at {at.file}:{at.line} "
                    f"{'has an initializer' if len(initialized) == 1 else 'have initializers'}; the emulator does not "
-                   f"apply {'it' if len(initialized) == 1 else 'them'} (its threadgroup memory starts zeroed, which reads the same), but a GPU gives threadgroup "
+                   f"apply {'it' if len(initialized) == 1 else 'them'} (here threadgroup memory starts filled with 0xFF bytes, NaN as a float), but a GPU gives threadgroup "
                    "memory no defined contents: write the values, then a threadgroup_barrier")
             out.append(f'::mslemu::portability("{_esc(at.file)}", {at.line}, "%s", "{_esc(msg)}");')
         _blank(self.toks, start, semi, " ".join(out))
@@ -1201,7 +1238,39 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
             i += 1
 
     # ------------------------------------------------------------------ entries
-    def entries(self) -> str:
+    def _locate_instantiations(self, at: int) -> None:
+        """The characters of each instantiation in the output, which starts at `at`."""
+        ends = {}
+        for name, a, b in self.instantiation_tokens:
+            ends.setdefault(a, []).append((name, "start"))
+            ends.setdefault(b + 1, []).append((name, "end"))
+        spans: dict[str, list[int]] = {}
+        pos = at
+        for k, t in enumerate(self.toks):
+            for name, kind in ends.get(k, ()):
+                spans.setdefault(name, [0, 0])[0 if kind == "start" else 1] = pos
+            pos += len(t.text)
+        for name, kind in ends.get(len(self.toks), ()):
+            spans.setdefault(name, [0, 0])[1] = pos
+        self.instantiation_chars = [(name, *spans[name]) for name, _, _ in self.instantiation_tokens]
+
+    def selected(self, only: set[str]) -> Rewritten:
+        """This rewriting of the whole source (`only` None) as the rewriting with `only` would
+        be: the other instantiations blanked (their newlines kept), entry points for the
+        kernels that remain, numbered as that rewriting numbers them."""
+        parts, last = [], 0
+        for name, a, b in self.instantiation_chars:
+            if name in only:
+                continue
+            parts += [self.body[last:a], " " + "\n" * self.body.count("\n", a, b)]
+            last = b
+        parts.append(self.body[last:])
+        kept = [dataclasses.replace(kd, id=f"k{n}") for n, kd in enumerate(
+            kd for kd in self.kernel_list if not kd.is_template or kd.name in only)]
+        text = "".join(parts) + self.entries(kept)
+        return Rewritten(text, {kd.name: kd for kd in kept}, dict(self.out.function_constants), self.all_names)
+
+    def entries(self, kernel_list: list[KernelDecl] | None = None) -> str:
         out = ["\n"]
         for name, overloads in self.template_kernels.items():
             for tk in overloads:  # overloaded function templates, one per kernel template
@@ -1209,7 +1278,7 @@ class Rewriter(ThreadgroupMembers, VectorBraceLists):
                     out.append(f'#line {tk.line} "{_esc(tk.file)}"\n')
                     out.append(f"template <{tk.template_params}> constexpr int __mslemu_mttf_{name}() "
                                f"{{ return (int)({tk.mtt_expr}); }}\n")
-        for kd in self.kernel_list:
+        for kd in self.kernel_list if kernel_list is None else kernel_list:
             fn = "::" + kd.ns + kd.fn + (f"<{kd.template_args}>" if kd.template_args is not None else "")
             out.append(f'#line {kd.line} "{_esc(kd.file)}"\n')
             descs = []
@@ -1279,13 +1348,13 @@ def _with_values(template: Rewritten, specs: list[tuple[str, int, str]], values:
                      template.all_names)
 
 
-_memo: "OrderedDict[tuple, tuple[Rewritten, list]]" = OrderedDict()
+_memo: "OrderedDict[tuple, Rewriter | CompileError]" = OrderedDict()
 MEMO_SIZE = 8
 _memo_lock = threading.Lock()  # (a build may compile kernels from several threads)
 
 
 def rewrite(text: str, default_file: str, function_constants: dict | None = None,
-            only: Collection[str] | None = None, *, at_load: bool = False) -> Rewritten:
+            only: Collection[str] | None = None, *, at_load: bool = False, soft_half: bool = False) -> Rewritten:
     """Rewrite preprocessed Metal source; `only` names the kernel instantiations to keep.
 
     at_load: the function constants' values are not compiled in but read when the object is
@@ -1293,31 +1362,58 @@ def rewrite(text: str, default_file: str, function_constants: dict | None = None
     specialization), as Metal compiles a library once for every set of values.
 
     The rewriting of a source is kept (the last MEMO_SIZE) and reused for other values of
-    its function constants: a test compiles one MLX kernel for several of them."""
-    key = (text, default_file, None if only is None else frozenset({only} if isinstance(only, str) else only))
+    its function constants: a test compiles one MLX kernel for several of them.
+
+    soft_half: the host compiler has no 16-bit float, and half is the shim's class
+    (conditionals.py casts the arms of conditional expressions to Metal's type)."""
+    selected = None if only is None else frozenset({only} if isinstance(only, str) else only)
+    full = _rewritten(text, default_file, None, soft_half)
+    if selected is None or full is not None:
+        rewriter = full if full is not None else _rewritten(text, default_file, None, soft_half, must=True)
+        template = rewriter.out if selected is None else rewriter.selected(set(selected))
+    else:  # the whole source does not rewrite (an error in another kernel): this kernel alone
+        rewriter = _rewritten(text, default_file, selected, soft_half, must=True)
+        template = rewriter.out
+    specs = rewriter.fc_specs
+    if at_load:
+        return _read_at_load(template, specs)
+    return _with_values(template, specs, dict(function_constants or {}), default_file)
+
+
+def _rewritten(text: str, default_file: str, only: frozenset | None, soft_half: bool, must: bool = False):
+    """The Rewriter that ran over `text` (kept, the last MEMO_SIZE), or None if it failed
+    with a CompileError (raised with `must`). The whole source (`only` None) is rewritten
+    once per process, and each instantiation file's kernels are selected from it
+    (Rewriter.selected: MLX's files are compiled one kernel at a time, and rewriting the
+    whole file for each kernel was a third of their compile time)."""
+    key = (text, default_file, only, soft_half)
     with _memo_lock:
         kept = _memo.get(key)
         if kept is not None:
             _memo.move_to_end(key)
-    if kept is not None:
-        template, specs = kept
-    else:
+    if kept is None:
         reserved = _FC_RE.search(text)
-        if reserved:  # it would be taken for a placeholder
-            raise CompileError(f"{default_file}: the identifier {reserved.group(0)} is reserved by the emulator")
         try:
-            r = Rewriter(text, default_file, None, only)
-            template = r.run()
-        except SourceError as exc:  # e.g. an unbalanced bracket, found by the shared token walkers
-            raise CompileError(str(exc)) from None
-        specs = r.fc_specs
+            if reserved:  # it would be taken for a placeholder
+                raise CompileError(f"{default_file}: the identifier {reserved.group(0)} is reserved by the emulator")
+            try:
+                r = Rewriter(text, default_file, None, only, soft_half)
+                r.run()
+            except SourceError as exc:  # e.g. an unbalanced bracket, found by the shared token walkers
+                raise CompileError(str(exc)) from None
+            r.toks = []  # (what selected() needs is kept; the tokens are most of the memory)
+            kept = r
+        except CompileError as exc:
+            kept = exc
         with _memo_lock:
-            _memo[key] = (template, specs)
+            _memo[key] = kept
             while len(_memo) > MEMO_SIZE:
                 _memo.popitem(last=False)
-    if at_load:
-        return _read_at_load(template, specs)
-    return _with_values(template, specs, dict(function_constants or {}), default_file)
+    if isinstance(kept, CompileError):
+        if must:
+            raise kept
+        return None
+    return kept
 
 
 # A function constant's declaration as the passes leave it, its value a placeholder.

@@ -12,13 +12,13 @@ clang++, whose shim helpers keep no lines of their own. $GEMMGLOSSARY_EMULATOR_S
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 from . import build as _build
+from .. import settings
 from .dwarf_lines import DwarfError, LineTable
 
 _PC = re.compile(r"\{\{pc:([0-9a-f]+)\}\}")
@@ -55,10 +55,7 @@ class Symbolizer:
 
     @staticmethod
     def method() -> str:
-        m = os.environ.get("GEMMGLOSSARY_EMULATOR_SYMBOLIZER") or ("addr2line" if shutil.which("addr2line") else "dwarf")
-        if m not in ("addr2line", "dwarf"):
-            raise ValueError(f"GEMMGLOSSARY_EMULATOR_SYMBOLIZER must be 'addr2line' or 'dwarf', not {m!r}")
-        return m
+        return settings.value("GEMMGLOSSARY_EMULATOR_SYMBOLIZER") or ("addr2line" if shutil.which("addr2line") else "dwarf")
 
     def __call__(self, msg: str) -> str:
         pcs = _PC.findall(msg)

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 from . import build as _build
+from .. import settings
 from . import cache as _cache
 from .abi import abi
 from .errors import CompileError
@@ -48,10 +49,7 @@ WORKER_SRC = Path(__file__).resolve().parent / "cpp" / "worker_main.cpp"
 
 def start_method() -> str:
     """'fork' or 'spawn' ($GEMMGLOSSARY_EMULATOR_START, else fork on Linux only)."""
-    m = os.environ.get("GEMMGLOSSARY_EMULATOR_START") or ("fork" if sys.platform.startswith("linux") else "spawn")
-    if m not in ("fork", "spawn"):
-        raise ValueError(f"GEMMGLOSSARY_EMULATOR_START must be 'fork' or 'spawn', not {m!r}")
-    return m
+    return settings.value("GEMMGLOSSARY_EMULATOR_START") or ("fork" if sys.platform.startswith("linux") else "spawn")
 
 
 class Region:

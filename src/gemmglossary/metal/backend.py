@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths
-from .binding import SET_BYTES_LIMIT, bfloat_bits, check_array, value_bytes
+from .binding import SET_BYTES_LIMIT, bfloat_bits, check_array, shared_memory, value_bytes
 from .compile_options import compile_options
 from .device import UnsupportedOnDevice, check_kernel_runs, device_info, pick_device
 from ..msl.declarations import struct_dtypes
@@ -215,16 +215,26 @@ def _read_source(path_or_source) -> tuple[str, Path | None, str]:
         and path_or_source.endswith((".metal", ".h"))
     ):
         path = Path(path_or_source)
-        return path.read_text(), path.resolve().parent, str(path)
+        try:
+            return path.read_text(encoding="utf-8"), path.resolve().parent, str(path)
+        except UnicodeDecodeError as exc:
+            raise MetalError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except OSError as exc:
+            raise MetalError(f"{path}: cannot be read ({exc.strerror})") from None
     return str(path_or_source), None, "<source>"
 
 
 def _size3(value, what: str) -> tuple[int, int, int]:
-    t = tuple(int(v) for v in value)
-    t = t + (1,) * (3 - len(t))
-    if len(t) != 3 or min(t) < 1:
-        raise ValueError(f"{what} must be 1 to 3 positive integers, got {value!r}")
-    return t
+    """1 to 3 positive integers up to UINT32_MAX, padded with 1s: a float is refused, not
+    truncated, and a size the kernel's 32-bit grid attributes cannot count is refused, as the
+    emulator refuses them (emulator/launch_checks.py)."""
+    from ..emulator.launch_checks import UINT32_MAX
+
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in items)
+    if not ints or not 1 <= len(items) <= 3 or min(items) < 1 or max(items) > UINT32_MAX:
+        raise ValueError(f"{what} must be 1 to 3 integers from 1 to {UINT32_MAX}, got {value!r}")
+    return tuple(int(v) for v in items) + (1,) * (3 - len(items))
 
 
 def _describe_error(error) -> str:
@@ -317,9 +327,10 @@ class MetalKernel:
                 constants[index] = self._constant_data(index, value)
                 if not constants[index]:
                     raise ValueError(f"{self.name}: buffer {index}: no bytes to bind")
+        memories = shared_memory(self.name, arrays, self._params, self._structs)
 
         with _objc().autorelease_pool():
-            return self._dispatch(arrays, constants, tg_memory, tpg, threads, threadgroups)
+            return self._dispatch(memories, constants, tg_memory, tpg, threads, threadgroups)
 
     def _new_buffer(self, index: int, data: bytes):
         mtl_buffer = self._device.newBufferWithBytes_length_options_(
@@ -329,17 +340,16 @@ class MetalKernel:
             raise MetalError(f"buffer {index}: could not allocate {len(data)} bytes")
         return mtl_buffer
 
-    def _dispatch(self, arrays, constants, tg_memory, tpg, threads, threadgroups):
+    def _dispatch(self, memories, constants, tg_memory, tpg, threads, threadgroups):
         Metal = _metal()
         command_buffer = self._queue.commandBuffer()
         encoder = command_buffer.computeCommandEncoder()
         encoder.setComputePipelineState_(self._pipeline)
-        copies = []  # (caller's array, MTLBuffer, contiguous staging array)
-        for index, value in arrays.items():
-            staged = np.ascontiguousarray(value)
-            mtl_buffer = self._new_buffer(index, staged.tobytes() if staged.nbytes else b"\0")
-            encoder.setBuffer_offset_atIndex_(mtl_buffer, 0, index)
-            copies.append((value, mtl_buffer, staged))
+        copies = {}  # id(Memory) -> (Memory, MTLBuffer): one buffer per memory the arrays share
+        for index, (memory, offset) in memories.items():
+            if id(memory) not in copies:
+                copies[id(memory)] = (memory, self._new_buffer(index, memory.data or b"\0"))
+            encoder.setBuffer_offset_atIndex_(copies[id(memory)][1], offset, index)
         for index, data in constants.items():
             if len(data) < SET_BYTES_LIMIT:
                 encoder.setBytes_length_atIndex_(data, len(data), index)
@@ -363,12 +373,12 @@ class MetalKernel:
             raise MetalError(f"{self.name}: GPU execution failed: {_describe_error(command_buffer.error())}")
         self.last_gpu_time = float(command_buffer.GPUEndTime() - command_buffer.GPUStartTime())
 
-        for original, mtl_buffer, staged in copies:
-            if not original.flags.writeable or staged.nbytes == 0:
-                continue
-            raw = mtl_buffer.contents().as_buffer(staged.nbytes)
-            result = np.frombuffer(raw, dtype=staged.dtype, count=staged.size).reshape(staged.shape)
-            np.copyto(original, result)
+        results = [(memory, bytes(mtl_buffer.contents().as_buffer(len(memory.data))))
+                   for memory, mtl_buffer in copies.values() if memory.data]
+        for memory, new in results:  # every memory checked before any array is written
+            memory.check(new, self.name)
+        for memory, new in results:
+            memory.write_back(new)
         return self.last_gpu_time
 
 

@@ -11,6 +11,9 @@ same conversions of scalars, lists and tuples, the same TypeError and ValueError
 template parameter, a macro, a struct whose layout msl cannot compute) is not checked:
 an array, numpy value or bytes is bound as it is.
 
+Arrays whose bytes overlap (the same array twice, overlapping views of one base) are one
+buffer, bound at each array's offset, as on the emulator: Metal binds buffers, not copies.
+
 Small constant data goes with ``setBytes``, which Apple documents for data smaller
 than 4 KB only; anything larger goes in its own buffer (for a ``constant T&`` or
 ``constant T*`` parameter the kernel cannot tell the difference).
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..emulator import binding as _rules
+from ..emulator import device_memory as _memory
 from ..emulator.abi import abi
 from .parameters import BFLOAT, BufferParameter
 
@@ -73,6 +77,20 @@ def check_array(kernel: str, param: BufferParameter | None, array: np.ndarray, s
     info = None if param is None else element_info(param, structs)
     if info is not None:
         _rules.check_array(array, _p(param), info, kernel)
+
+
+def shared_memory(kernel: str, arrays: dict[int, np.ndarray], params: dict, structs: dict) -> dict:
+    """{buffer index: (Memory, byte offset)}: arrays whose bytes overlap share one memory, as
+    on the emulator (:mod:`gemmglossary.emulator.device_memory`), so the GPU gets one buffer
+    for them, bound at each array's offset."""
+    bound = []
+    for index, array in arrays.items():
+        param = params.get(index)
+        info = None if param is None else element_info(param, structs)
+        name = param.name if param is not None else f"buffer {index}"
+        where = f"parameter '{param.name}' [[buffer({index})]]" if param is not None else f"buffer {index}"
+        bound.append(_memory.Bound(name, where, array, info.elem_size if info is not None else 0))
+    return dict(zip(arrays, _memory.share(kernel, bound)))
 
 
 def value_bytes(kernel: str, index: int, param: BufferParameter | None, value, structs: dict) -> bytes:

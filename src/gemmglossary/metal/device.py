@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..msl.lexer import assign_lines, tokenize
-from ..runtime.selection import BackendUnavailable
+from ..backend_errors import BackendUnavailable
 
 #: MTLGPUFamily constants reported for a device, without the ``MTLGPUFamily`` prefix.
 FAMILY_NAMES = ("Apple1", "Apple2", "Apple3", "Apple4", "Apple5", "Apple6", "Apple7", "Apple8",

@@ -229,7 +229,8 @@ def _struct_body(toks: list[Tok], lb: int, rb: int, structs: dict[str, tuple[np.
 
 
 def struct_dtypes(source: str, filename: str = "<source>") -> dict[str, np.dtype]:
-    """The numpy dtype of every ``struct NAME { ... };`` of the file, by name."""
+    """The numpy dtype of every ``struct NAME { ... };`` and ``typedef struct { ... } NAME;``
+    of the file, by name."""
     toks = tokenize(source)
     assign_lines(toks, filename)
     structs: dict[str, tuple[np.dtype, int]] = {}
@@ -245,6 +246,15 @@ def struct_dtypes(source: str, filename: str = "<source>") -> dict[str, np.dtype
                 structs[toks[n].text] = _struct_body(toks, lb, rb, structs)
                 i = rb + 1
                 continue
+            # C's `typedef struct { ... } NAME;` (llama.cpp's ggml-metal-impl.h declares its
+            # argument structs so, for its C++ host and its Metal kernels alike)
+            if n < len(toks) and toks[n].text == "{" and toks[prev_sig(toks, i - 1)].text == "typedef":
+                rb = match(toks, n)
+                name = next_sig(toks, rb + 1)
+                if name < len(toks) and toks[name].kind == "id" and toks[next_sig(toks, name + 1)].text == ";":
+                    structs[toks[name].text] = _struct_body(toks, n, rb, structs)
+                    i = rb + 1
+                    continue
         i += 1
     return {name: dt for name, (dt, _) in structs.items()}
 

@@ -13,6 +13,7 @@ from .lexer import Tok
 TRIVIA = frozenset({"ws", "nl", "comment"})
 
 _OPENER = {")": "(", "]": "[", "}": "{", ">": "<", ">>": "<"}
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
 
 
 class SourceError(ValueError):
@@ -41,19 +42,36 @@ def prev_sig(toks: list[Tok], i: int) -> int:
 def match(toks: list[Tok], i: int) -> int:
     """Index of the bracket closing the one at ``i``: ``(`` ``[`` ``{``, or ``<`` of a
     template argument list (where ``>>`` closes two)."""
-    angle = toks[i].text == "<"
-    depth = 0
+    if toks[i].text == "<":
+        depth = 0
+        for j in range(i, len(toks)):
+            t = toks[j]
+            if t.kind != "punct":
+                continue
+            if t.text in ("(", "[", "{", "<"):
+                depth += 1
+            elif t.text in (")", "]", "}", ">", ">>"):
+                depth -= 2 if t.text == ">>" else 1
+                if depth <= 0:
+                    return j
+        raise error(toks[i], "unbalanced '<'")
+    # Each closer must close the innermost open bracket: the one left open is named (a
+    # missing ')' before a '}' is the '(' line's mistake, not an unbalanced '{' above it).
+    open_: list[int] = []
     for j in range(i, len(toks)):
         t = toks[j]
         if t.kind != "punct":
             continue
-        if t.text in ("(", "[", "{") or (angle and t.text == "<"):
-            depth += 1
-        elif t.text in (")", "]", "}") or (angle and t.text in (">", ">>")):
-            depth -= 2 if t.text == ">>" else 1
-            if depth <= 0:
+        if t.text in ("(", "[", "{"):
+            open_.append(j)
+        elif t.text in (")", "]", "}"):
+            k = open_.pop()
+            if toks[k].text != _OPENER[t.text]:
+                raise error(toks[k], f"unclosed '{toks[k].text}': '{t.text}' on line {t.line} comes before its "
+                                     f"'{_CLOSER[toks[k].text]}'")
+            if not open_:
                 return j
-    raise error(toks[i], f"unbalanced '{toks[i].text}'")
+    raise error(toks[open_[-1]], f"unbalanced '{toks[open_[-1]].text}'")
 
 
 def match_back(toks: list[Tok], i: int) -> int:

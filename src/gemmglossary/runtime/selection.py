@@ -12,17 +12,15 @@ back silently.
 
 from __future__ import annotations
 
-import os
 import platform
+
+from .. import settings
+from ..backend_errors import BackendUnavailable
 
 BACKENDS = ("metal", "emulator")
 ENV_VAR = "GEMMGLOSSARY_BACKEND"
 
 _probed: dict = {}
-
-
-class BackendUnavailable(RuntimeError):
-    """The requested backend cannot run on this machine."""
 
 
 def _probe_metal_device():
@@ -82,8 +80,13 @@ def automatic() -> tuple[str, str]:
 
 def backend(requested: str | None = None) -> str:
     """The active backend name: ``requested``, else ``$GEMMGLOSSARY_BACKEND``, else automatic."""
-    choice = requested if requested is not None else os.environ.get(ENV_VAR, "")
-    choice = choice.strip().lower()
+    if requested is None:
+        try:
+            choice = settings.value(ENV_VAR)
+        except settings.SettingError as exc:
+            raise BackendUnavailable(str(exc)) from None
+    else:
+        choice = requested.strip().lower()
     if choice in ("", "auto"):
         return automatic()[0]
     if choice not in BACKENDS:

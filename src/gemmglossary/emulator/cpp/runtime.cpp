@@ -202,11 +202,20 @@ static uint32_t trace_seq;        // next TraceEvent.seq of this threadgroup
 static std::vector<ucontext_t> uctx;
 static ucontext_t sched_uc;
 #endif
+// the device race check (opt-in, an instrumented kernel: see "device memory races" below)
+static uintptr_t dev_lo, dev_span;  // the launch's device memory, [dev_lo, dev_lo + dev_span); 0: not checked
+static uint32_t dev_sync;           // clock of the last threadgroup_barrier with mem_device in this threadgroup
+static uint32_t sg_dev_sync[32];    // ... and of each simdgroup's last simdgroup_barrier with mem_device
+static void dev_threadgroup_started();
+static void dev_settle();             // a write that met another's is judged once it is done
+static const void* volatile dev_caller;  // the kernel's address of its last access the device race check saw
+static const char* dev_exec_barrier_file;  // the last barrier (of either kind) without mem_device
+static int dev_exec_barrier_line;
 
 // Threadgroup memory: the first half of the arena; the second half is a read-only block of
 // zeros that an out-of-bounds access is pointed at (see mslemu::oob), inside the race
 // shadow's range so that threadgroup accesses through it need no special case.
-static const uint64_t TG_MEMORY_BYTES = 32768;  // what Apple GPUs give a threadgroup
+static const uint64_t TG_MEMORY_BYTES = 32768;  // per threadgroup: Apple's Metal feature set tables (hardware.py)
 static char* oob_zone() { return ctx.arena + TG_MEMORY_BYTES; }
 static bool in_oob_zone(const void* p) {
   return ctx.arena && (const char*)p >= oob_zone() && (const char*)p < oob_zone() + TG_MEMORY_BYTES;
@@ -482,7 +491,10 @@ static void release_barrier() {
     std::string gone = thread_ids(F_DONE);
     add_warning(first->wfile, first->wline,
                  fmt("threads %s of %s returned before the threadgroup_barrier at %s that the other threads waited at; "
-                     "the Metal specification requires every thread of a threadgroup to reach each barrier (not portable)",
+                     "the Metal specification's rule (a barrier must be encountered by all threads of the threadgroup "
+                     "executing the kernel) does not say whether threads that returned still count, and no Apple "
+                     "document says what a GPU does; the emulator releases the barrier for the threads still running "
+                     "(not portable)",
                      gone.c_str(), tg_str().c_str(), site(first->wfile, first->wline).c_str()),
                  Facts().add("kind", "returned-before-barrier").where(nullptr)
                      .add("site", site(first->wfile, first->wline)).add("threads", gone));
@@ -491,16 +503,19 @@ static void release_barrier() {
     trace_event(TR_BARRIER_RELEASE, ctx.cur, 0, flags, first->wfile, first->wline, trace_buf->snapshots ? trace_snapshot() : 0);
   // every barrier orders execution; one with mem_threadgroup also orders threadgroup memory
   ctx.exec_sync = ++ctx.clock;
+  if (flags & 1) dev_sync = ctx.clock;  // mem_flags::mem_device (the device race check)
+  else { dev_exec_barrier_file = first->wfile; dev_exec_barrier_line = first->wline; }
   if (flags & 2) ctx.tg_sync = ctx.clock;
   else { last_exec_barrier_file = first->wfile; last_exec_barrier_line = first->wline; }
   for (uint32_t i = 0; i < tg_threads; ++i) if (fibers[i].state == F_BARRIER) fibers[i].state = F_READY;
   barrier_arrivals = 0;
 }
 
-// Apple GPUs count a simdgroup at a threadgroup barrier once its active lanes arrive: lanes
-// that branched around the barrier and wait at a simd-group function after it do not hold
-// it up (MLX's gemv_t at an edge). The specification requires every thread of the
-// threadgroup at the barrier. When that is the only thing keeping the threadgroup from
+// MLX's results assume a simdgroup counts at a threadgroup barrier once its active lanes
+// arrive: lanes that branched around the barrier and wait at a simd-group function after it
+// do not hold it up (MLX's gemv_t at an edge). No Apple document says a GPU does this; the
+// specification requires every thread of the threadgroup at the barrier. To reproduce MLX's
+// results the emulator behaves so, and warns. When that is the only thing keeping the threadgroup from
 // running, the barrier is released for the threads that reached it, with a warning.
 // "After it" is read from the source: the simd-group function is later in the same file.
 // Lanes waiting at one before the barrier (a simd-group function in a branch, the rest of
@@ -531,8 +546,10 @@ static bool release_divergent_barrier() {
   std::string barrier_site = site(at_barrier->wfile, at_barrier->wline), simd_site = site(at_simd->wfile, at_simd->wline);
   add_warning(at_barrier->wfile, at_barrier->wline,
               fmt("threadgroup_barrier at %s is reached by part of simdgroup %u while its other lanes wait at %s at %s "
-                  "(in %s): Apple GPUs count a simdgroup at a barrier once its active lanes arrive, so this runs, but "
-                  "the Metal specification requires every thread of the threadgroup to reach the barrier (not portable)",
+                  "(in %s): those lanes are still running, so this breaks the Metal specification's rule that a barrier "
+                  "be encountered by all threads of the threadgroup executing the kernel; MLX's results assume the "
+                  "barrier is released once the lanes of the simdgroup that reach it arrive, and the emulator releases "
+                  "it so to reproduce them, but no Apple document says a GPU does (not portable)",
                   barrier_site.c_str(), at_simd->sg, op_name(at_simd->wop), simd_site.c_str(), tg_str().c_str()),
               Facts().add("kind", "divergent-barrier").where(nullptr).add("site", barrier_site)
                   .add("sites", barrier_site + ";" + simd_site));
@@ -544,6 +561,7 @@ void mslemu::barrier(int flags, const char* file, int line) {
   Fiber* f = ctx.cur;
   flush_pending_oob();
   if (f->nq) mma_flush(file, line);
+  dev_settle();
   f->state = F_BARRIER; f->wfile = file; f->wline = line; f->wop = flags;
   if (tracing) trace_event(TR_BARRIER_ARRIVE, f, 0, flags, file, line);
   if (++barrier_arrivals == live_threads) release_barrier();
@@ -598,7 +616,11 @@ static void complete_sg(uint32_t sg) {
     }
   }
   if (first->wop != OP_SIMD_BARRIER) ((CombineFn)first->cextra)(first->wop, lanes, (int)n);
-  else ctx.sg_sync[sg] = ++ctx.clock;
+  else {
+    ctx.sg_sync[sg] = ++ctx.clock;
+    if (first->carg & 1) sg_dev_sync[sg] = ctx.clock;  // simdgroup_barrier(mem_flags::mem_device)
+    else { dev_exec_barrier_file = first->wfile; dev_exec_barrier_line = first->wline; }
+  }
   for (uint32_t i = 0; i < n; ++i) if (lanes[i]) lanes[i]->state = F_READY;
   sg_count[sg].arrived = 0;
 }
@@ -607,6 +629,7 @@ void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
   Fiber* f = ctx.cur;
   flush_pending_oob();
   if (f->nq && op != OP_MMA) mma_flush(file, line);
+  dev_settle();
   f->state = F_SIMD; f->wfile = file; f->wline = line; f->wop = op; f->cextra = (const void*)fn;
   if (tracing) trace_event(TR_SIMD_ARRIVE, f, op, 0, file, line);
   if (++sg_count[f->sg].arrived == sg_count[f->sg].live) complete_sg(f->sg);
@@ -615,7 +638,10 @@ void mslemu::collective(int op, const char* file, int line, CombineFn fn) {
   if (tracing) trace_event(TR_SIMD_DEPART, f, op, 0, file, line);
 }
 
-void mslemu::simd_barrier(const char* file, int line) { collective(OP_SIMD_BARRIER, file, line, nullptr); }
+void mslemu::simd_barrier(int flags, const char* file, int line) {
+  ctx.cur->carg = flags;
+  collective(OP_SIMD_BARRIER, file, line, nullptr);
+}
 
 // ------------------------------------------------------------------ deferred simdgroup multiplies
 typedef float v8f __attribute__((vector_size(32)));
@@ -771,7 +797,7 @@ void* mslemu::tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_
                        const uint32_t* dims) {
   uint64_t off = (ctx.arena_used + align - 1) / align * align;
   if (off + bytes > TG_MEMORY_BYTES)
-    fail(E_LAUNCH, "threadgroup memory exhausted: '%s' needs %llu bytes at offset %llu, but Apple GPUs provide %llu bytes per threadgroup",
+    fail(E_LAUNCH, "threadgroup memory exhausted: '%s' needs %llu bytes at offset %llu, but Metal provides %llu bytes per threadgroup (Apple's feature set tables)",
          name, (unsigned long long)bytes, (unsigned long long)off, (unsigned long long)TG_MEMORY_BYTES);
   ctx.arena_used = off + bytes;
   if (tg_region_count < 128) {
@@ -929,8 +955,9 @@ void mslemu::exec_ordered(int kind, const void* p, const void* pc_now, uint32_t 
               th_str(ctx.cur) + " " + race_verb(kind, true) + " threadgroup memory " + element + " at " + pcs(pc_now) +
                   " after " + th_str(o) + " " + race_verb(kind, false) + " it at " + pcs(pc_other) +
                   ", ordered only by a threadgroup_barrier without mem_flags::mem_threadgroup (the last one at " +
-                  barrier + "): Apple GPUs order threadgroup memory at every barrier, so this gives the intended "
-                  "values, but the Metal specification orders it only with mem_flags::mem_threadgroup (not portable)",
+                  barrier + "): the Metal specification orders threadgroup memory only at a barrier with "
+                  "mem_flags::mem_threadgroup; MLX's results assume every barrier orders it, and the emulator orders it "
+                  "so to reproduce them, but no Apple document says a GPU does (not portable)",
               Facts().add("kind", "barrier-without-memory-order").where(ctx.cur).pc("site_pc", pc_now)
                   .add("memory", tg_region_name(p)).add("element", element).add("access", kind == 1 ? "read" : "write")
                   .thread("other_thread", o).pc("other_site_pc", pc_other)
@@ -945,16 +972,363 @@ void mslemu::uninit_read(const void* p, const void* pc) {
   std::string m = fmt("%s reads threadgroup memory %s at ", th_str(ctx.cur).c_str(), element.c_str()) + pcs(pc) +
                   " in " + tg_str() +
                   " before any thread of the threadgroup wrote it; threadgroup memory starts with undefined contents "
-                  "on a GPU (the emulator gives 0)";
+                  "on a GPU" + fmt(" (the emulator fills it with 0x%02X bytes: NaN as a float, -1 or the largest value "
+                                   "as an integer)", (unsigned)MSLEMU_TG_FILL_BYTE);
   write_report(result->uninit_msg, sizeof result->uninit_msg, m,
                Facts().add("kind", "uninitialized-read").where(ctx.cur).pc("site_pc", pc)
                    .add("memory", tg_region_name(p)).add("element", element));
+}
+
+// ------------------------------------------------------------------ device memory races (opt-in)
+// A kernel built with device race checking (build.py: the compiler's -fsanitize=thread
+// instrumentation, without its runtime) calls the __tsan_* functions below before every
+// load, store and atomic operation; those that touch the launch's device memory are
+// checked against a shadow record of that byte's last accesses, as threadgroup memory is,
+// with what the specification orders for device memory: within a threadgroup, a
+// threadgroup_barrier with mem_flags::mem_device (a simdgroup_barrier with it, within the
+// simdgroup); across the threadgroups of one dispatch nothing does, except that atomic
+// operations on one location do not race with each other. An access ordered only by a
+// barrier without mem_device is a warning; one ordered by nothing is a DataRaceError. All
+// threadgroups run in one process (kernel.py), so the record of every threadgroup that
+// touched a byte is there when the next one does.
+//
+// A record per byte (an access is recorded at its first byte and every 4 bytes after it),
+// each slot the clock value of the access (its threadgroup: the one that started last
+// before it), the thread and the code address. The slots: the last plain write, the last
+// atomic write, and two reads (as threadgroup memory keeps two readers), a read's tid with
+// DEV_ATOMIC set when it was an atomic load.
+enum { DEV_W, DEV_AW, DEV_R, DEV_R2 };
+enum DevKind { DEV_READ, DEV_WRITE, DEV_ATOMIC_READ, DEV_ATOMIC_WRITE };
+static const uint16_t DEV_ATOMIC = 0x8000;
+struct DevShadow { uint32_t stamp[4], pc[4]; uint16_t tid[4]; };
+static DevShadow* dev_shadow;
+static void* zalloc(size_t n);
+// (clock value at its start, linear index) of each threadgroup this process ran, in order
+static std::vector<std::pair<uint32_t, uint64_t>> dev_tgs;
+
+static void dev_threadgroup_started() {
+  uint64_t lin = ((uint64_t)ctx.tg_pos[2] * launch->ntg[1] + ctx.tg_pos[1]) * launch->ntg[0] + ctx.tg_pos[0];
+  dev_tgs.push_back({ctx.tg_start, lin});
+}
+
+// the device memory of the launch and its shadow (a launch that asked for the check)
+static void allocate_device_shadow() {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) {
+    uintptr_t b = (uintptr_t)launch->buf[i];
+    if (!b || !launch->buf_size[i]) continue;
+    if (b < lo) lo = b;
+    if (b + launch->buf_size[i] > hi) hi = b + launch->buf_size[i];
+  }
+  if (hi <= lo) return;  // no device memory: nothing to check
+  uint64_t need = (uint64_t)(hi - lo) * sizeof(DevShadow);
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && need > (uint64_t)pages * (uint64_t)page / 2)
+    finish(E_LAUNCH, fmt("device_races: the launch's %llu bytes of device memory need %llu MiB of shadow memory (%zu "
+                         "bytes per byte), more than half of this machine's memory; check a smaller problem",
+                         (unsigned long long)(hi - lo), (unsigned long long)(need >> 20), sizeof(DevShadow)));
+  dev_shadow = (DevShadow*)zalloc(need);
+  dev_tgs.clear();
+  dev_tgs.reserve((size_t)launch->ntg[0] * launch->ntg[1] * launch->ntg[2]);
+  dev_lo = lo;
+  dev_span = hi - lo;
+}
+
+// thread `tid` of the threadgroup of linear index `lin`, as a Fiber for the reports
+static Fiber dev_fiber(uint64_t lin, uint32_t tid, uint32_t tg[3]) {
+  tg[0] = (uint32_t)(lin % launch->ntg[0]);
+  tg[1] = (uint32_t)(lin / launch->ntg[0] % launch->ntg[1]);
+  tg[2] = (uint32_t)(lin / ((uint64_t)launch->ntg[0] * launch->ntg[1]));
+  uint32_t n[3];
+  for (int i = 0; i < 3; ++i) {  // an edge threadgroup of dispatchThreads is smaller (size_threadgroup)
+    n[i] = launch->tptg[i];
+    uint32_t start = tg[i] * launch->tptg[i];
+    if (launch->dispatch_threads && start + n[i] > launch->grid[i]) n[i] = launch->grid[i] - start;
+  }
+  Fiber f{};
+  f.tid = tid; f.lane = tid % 32; f.sg = tid / 32;
+  f.pos[0] = tid % n[0]; f.pos[1] = tid / n[0] % n[1]; f.pos[2] = tid / (n[0] * n[1]);
+  return f;
+}
+
+// the linear index of the threadgroup that made an access at clock value `stamp`
+static uint64_t dev_tg_of(uint32_t stamp) {
+  size_t lo = 0, hi = dev_tgs.size();
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    (dev_tgs[mid].first <= stamp ? lo : hi) = mid;
+  }
+  return dev_tgs.empty() ? 0 : dev_tgs[lo].second;
+}
+
+// The element of device memory at p, as the first buffer bound there names it ("'x'[12]",
+// by the access's size), with every other binding of that memory; `name` gets the first
+// buffer's name, `offset` the byte offset in it.
+static std::string dev_element(const void* p, int size, std::string* name, uint64_t* offset) {
+  std::string also;
+  *offset = 0;
+  name->clear();
+  for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) {
+    const char* b = (const char*)ctx.buf[i];
+    if (!b || (const char*)p < b || (const char*)p >= b + ctx.buf_size[i]) continue;
+    const char* n = ctx.buf_name[i] ? ctx.buf_name[i] : "?";
+    if (name->empty()) {
+      *name = n;
+      *offset = (uint64_t)((const char*)p - b);
+    } else {
+      also += fmt(", also bound as '%s'", n);
+    }
+  }
+  if (name->empty()) return "between the buffers";
+  std::string e = *offset % size ? fmt("'%s' (byte offset %llu)", name->c_str(), (unsigned long long)*offset)
+                                 : fmt("'%s'[%llu]", name->c_str(), (unsigned long long)(*offset / size));
+  return e + fmt(" (a %d-byte access%s)", size, also.c_str());
+}
+
+static const char* dev_verb(int kind) {
+  return kind == DEV_READ ? "reads" : kind == DEV_WRITE ? "writes" : kind == DEV_ATOMIC_READ ? "atomically reads"
+                                                                                           : "atomically writes";
+}
+static const char* dev_past(int slot, uint16_t tid) {
+  if (slot == DEV_W) return "wrote";
+  if (slot == DEV_AW) return "atomically wrote";
+  return tid & DEV_ATOMIC ? "atomically read" : "read";
+}
+
+// A plain write that meets another thread's unordered plain write is judged once its own
+// store is done (the callback runs before it), at the next point the runtime runs (the
+// thread's next access, barrier, simd-group function or return): if the two writes left the
+// same bytes, the result does not depend on their order and it is a warning (a data race by
+// the specification all the same); else a DataRaceError.
+struct DevPendingWrite {
+  bool set;
+  const char* p;  // the access
+  int size;
+  unsigned char before[16];  // what the other write left
+  const void* pc; uint32_t other_pc;
+  std::string text, same_text;  // the race's message; the warning's
+  Facts facts;
+  bool other_waits; const char* bfile; int bline;  // the other thread waits at a barrier (same threadgroup)
+};
+static DevPendingWrite dev_pending;
+
+static void dev_settle() {
+  if (!dev_pending.set) return;
+  DevPendingWrite& w = dev_pending;
+  w.set = false;
+  if (!memcmp(w.p, w.before, w.size)) {
+    Facts f = w.facts;
+    add_warning((const char*)w.pc, (int)w.other_pc, w.same_text, f.add("kind", "same-value-write-race"));
+    return;
+  }
+  if (w.other_waits) {  // decided when that barrier is released (resolve_pending_race)
+    if (!pending_race.set) pending_race = {true, ctx.cur->tid, w.bfile, w.bline, w.text, w.facts};
+    return;
+  }
+  ctx.cur = nullptr;
+  finish(E_RACE, w.text, w.facts);
+}
+
+// Two accesses to one byte, at least one a plain write or one atomic and one not, that
+// nothing orders: a DataRaceError (held back, like a threadgroup race, while the other
+// thread waits at a barrier); ordered only by a barrier without mem_device: a warning.
+static void dev_conflict(const void* p, int size, int kind, const void* pc, const DevShadow& s, int slot,
+                         const char* base) {
+  Fiber* me = ctx.cur;
+  uint32_t stamp = s.stamp[slot], other_tid = s.tid[slot] & ~DEV_ATOMIC;
+  bool other_tg = stamp < ctx.tg_start;
+  bool exec_only = false;
+  if (!other_tg) {
+    if (other_tid == me->tid || stamp < dev_sync) return;
+    bool same_sg = other_tid / 32 == me->sg;
+    if (same_sg && stamp < sg_dev_sync[me->sg]) return;
+    exec_only = stamp < ctx.exec_sync || (same_sg && stamp < ctx.sg_sync[me->sg]);
+  }
+  const void* pc_other = (const void*)(ctx.pc_base + s.pc[slot]);
+  uint32_t otg[3] = {ctx.tg_pos[0], ctx.tg_pos[1], ctx.tg_pos[2]};
+  Fiber o = other_tg ? dev_fiber(dev_tg_of(stamp), other_tid, otg) : fibers[other_tid];
+  uint64_t offset;
+  std::string buffer;
+  std::string element = dev_element(p, size, &buffer, &offset);
+  std::string other_tg_str = fmt("threadgroup (%u,%u,%u)", otg[0], otg[1], otg[2]);
+  Facts f;
+  f.where(me).pc("site_pc", pc).add("memory", buffer).add("element", element.substr(0, element.find(" (a ")))
+      .add("element_size", fmt("%d", size)).add("access", kind == DEV_READ || kind == DEV_ATOMIC_READ ? "read" : "write")
+      .thread("other_thread", &o).pc("other_site_pc", pc_other)
+      .add("other_access", slot == DEV_R || slot == DEV_R2 ? "read" : "write")
+      .add("other_threadgroup", fmt("%u,%u,%u", otg[0], otg[1], otg[2]));
+  // a write after another thread's read, across an execution barrier: ordered (mslemu.h: conflict)
+  if (exec_only && kind == DEV_WRITE && (slot == DEV_R || slot == DEV_R2)) return;
+  if (exec_only) {
+    std::string barrier = site(dev_exec_barrier_file, dev_exec_barrier_line);
+    add_warning((const char*)pc, (int)s.pc[slot],
+                th_str(me) + " " + dev_verb(kind) + " device memory " + element + " at " + pcs(pc) + " after " +
+                    th_str(&o) + " " + dev_past(slot, s.tid[slot]) + " it at " + pcs(pc_other) +
+                    ", ordered only by a barrier without mem_flags::mem_device (the last one at " + barrier +
+                    "): the Metal specification orders device memory at a barrier only with mem_flags::mem_device "
+                    "(not portable)",
+                f.add("kind", "device-barrier-without-memory-order").add("site", barrier));
+    return;
+  }
+  std::string m = "data race on device memory " + element + ": " + th_str(me) + " of " + tg_str() + " " +
+                  dev_verb(kind) + " it at " + pcs(pc) + ", but " + th_str(&o) + " of " + other_tg_str + " " +
+                  dev_past(slot, s.tid[slot]) + " it at " + pcs(pc_other) +
+                  (other_tg ? std::string(", and nothing orders two threadgroups' accesses within one dispatch but "
+                                          "atomic operations on both sides")
+                            : std::string(" with no threadgroup_barrier(mem_flags::mem_device) in between"));
+  bool waits = !other_tg && o.state == F_BARRIER;
+  if (slot == DEV_W && kind == DEV_WRITE && size <= 16) {  // judged when this write is done (dev_settle)
+    if (dev_pending.set) return;
+    DevPendingWrite& w = dev_pending;
+    w.set = true; w.p = base; w.size = size; w.pc = pc; w.other_pc = s.pc[slot];
+    memcpy(w.before, base, size);
+    w.text = m; w.facts = f; w.other_waits = waits; w.bfile = o.wfile; w.bline = o.wline;
+    w.same_text = th_str(me) + " of " + tg_str() + " writes device memory " + element + " at " + pcs(pc) +
+                  ", as " + th_str(&o) + " of " + other_tg_str + " did at " + pcs(pc_other) +
+                  (other_tg ? ", two threadgroups that nothing orders within one dispatch"
+                            : ", with no threadgroup_barrier(mem_flags::mem_device) in between") +
+                  ": a data race by the Metal specification, but both wrote the same bytes, so the result does not "
+                  "depend on which write lands last (not portable)";
+    return;
+  }
+  if (waits) {  // decided when that barrier is released (resolve_pending_race)
+    if (!pending_race.set) pending_race = {true, me->tid, o.wfile, o.wline, m, f};
+    return;
+  }
+  ctx.cur = nullptr;
+  finish(E_RACE, m, f);
+}
+
+// the check's code, in a section of its own (in_device_check, for the timeout's report)
+#define MSLEMU_DEVCHECK __attribute__((section("mslemu_devcheck"), used))
+MSLEMU_DEVCHECK static void dev_access(const void* p, int size, int kind, const void* pc, const char* base) {
+  Fiber* me = ctx.cur;
+  if (!me) return;  // the runtime's own accesses, outside any thread
+  DevShadow& s = dev_shadow[(uintptr_t)p - dev_lo];
+  bool write = kind == DEV_WRITE || kind == DEV_ATOMIC_WRITE, atomic = kind >= DEV_ATOMIC_READ;
+  if (s.stamp[DEV_W]) dev_conflict(p, size, kind, pc, s, DEV_W, base);  // a plain write conflicts with everything
+  if (!atomic && s.stamp[DEV_AW]) dev_conflict(p, size, kind, pc, s, DEV_AW, base);
+  if (write) {  // with the reads, but an atomic write not with atomic reads
+    for (int r = DEV_R; r <= DEV_R2; ++r)
+      if (s.stamp[r] && !(atomic && (s.tid[r] & DEV_ATOMIC))) dev_conflict(p, size, kind, pc, s, r, base);
+  }
+  uint32_t pco = (uint32_t)((uintptr_t)pc - ctx.pc_base);
+  uint16_t t = (uint16_t)(me->tid | (atomic ? DEV_ATOMIC : 0));
+  int slot = kind == DEV_WRITE ? DEV_W : kind == DEV_ATOMIC_WRITE ? DEV_AW : -1;
+  if (slot < 0) {
+    // a read: the last one is kept while it still matters (another threadgroup's always does;
+    // this one's until a barrier with mem_device), and a second reader beside it. A plain
+    // read takes the place of an atomic one: only a plain read conflicts with atomic writes.
+    uint32_t rs = s.stamp[DEV_R];
+    if (rs && (rs < ctx.tg_start || rs >= dev_sync)) {
+      bool upgrade = !atomic && (s.tid[DEV_R] & DEV_ATOMIC);
+      if ((s.tid[DEV_R] & ~DEV_ATOMIC) == me->tid) {
+        if (!upgrade) return;
+        slot = DEV_R;
+      } else if (!s.stamp[DEV_R2] || (!atomic && (s.tid[DEV_R2] & DEV_ATOMIC))) {
+        slot = DEV_R2;
+      } else if (upgrade) {
+        slot = DEV_R;
+      } else {
+        return;
+      }
+    } else {
+      slot = DEV_R;
+      s.stamp[DEV_R2] = 0;
+    }
+  }
+  s.stamp[slot] = ctx.clock; s.pc[slot] = pco; s.tid[slot] = t;
+}
+
+static inline bool dev_in(const void* p) { return (uintptr_t)p - dev_lo < dev_span; }
+
+// an access of n bytes: recorded at its first byte and every 4 bytes after it, so that a
+// vector access meets the scalar accesses of its components
+static inline void dev_check(const void* p, unsigned long n, int kind, const void* ra) {
+  dev_caller = ra;
+  if (!dev_span) return;
+  if (dev_pending.set) dev_settle();
+  const void* pc = (const char*)ra - 1;  // inside the call, so on the line that made the access
+  unsigned long step = n < 4 ? (n ? n : 1) : 4;
+  for (unsigned long k = 0; k < n; k += step)
+    if (dev_in((const char*)p + k)) dev_access((const char*)p + k, (int)n, kind, pc, (const char*)p);
+}
+
+// The instrumentation's interface (LLVM's and GCC's ThreadSanitizer call these names). Only
+// a kernel built with device race checking refers to them; an atomic operation is done here,
+// as the shim asked for it, and then checked. They are the code of section mslemu_devcheck,
+// so that a timeout that stops a thread inside one names the kernel's line (dev_caller's)
+// rather than the runtime's.
+#define MSLEMU_TSAN_ACCESS(n)                                                                      \
+  extern "C" MSLEMU_DEVCHECK void __tsan_read##n(void* p) { dev_check(p, n, DEV_READ, __builtin_return_address(0)); } \
+  extern "C" MSLEMU_DEVCHECK void __tsan_write##n(void* p) { dev_check(p, n, DEV_WRITE, __builtin_return_address(0)); } \
+  extern "C" MSLEMU_DEVCHECK void __tsan_unaligned_read##n(void* p) { dev_check(p, n, DEV_READ, __builtin_return_address(0)); } \
+  extern "C" MSLEMU_DEVCHECK void __tsan_unaligned_write##n(void* p) { dev_check(p, n, DEV_WRITE, __builtin_return_address(0)); } \
+  extern "C" MSLEMU_DEVCHECK void __tsan_volatile_read##n(void* p) { dev_check(p, n, DEV_READ, __builtin_return_address(0)); } \
+  extern "C" MSLEMU_DEVCHECK void __tsan_volatile_write##n(void* p) { dev_check(p, n, DEV_WRITE, __builtin_return_address(0)); }
+MSLEMU_TSAN_ACCESS(1) MSLEMU_TSAN_ACCESS(2) MSLEMU_TSAN_ACCESS(4) MSLEMU_TSAN_ACCESS(8) MSLEMU_TSAN_ACCESS(16)
+#undef MSLEMU_TSAN_ACCESS
+extern "C" MSLEMU_DEVCHECK void __tsan_read_range(void* p, unsigned long n) { dev_check(p, n, DEV_READ, __builtin_return_address(0)); }
+extern "C" MSLEMU_DEVCHECK void __tsan_write_range(void* p, unsigned long n) { dev_check(p, n, DEV_WRITE, __builtin_return_address(0)); }
+extern "C" MSLEMU_DEVCHECK void __tsan_init() {}
+extern "C" MSLEMU_DEVCHECK void __tsan_func_entry(void*) {}
+extern "C" MSLEMU_DEVCHECK void __tsan_func_exit() {}
+extern "C" MSLEMU_DEVCHECK void __tsan_vptr_update(void**, void*) {}
+extern "C" MSLEMU_DEVCHECK void __tsan_vptr_read(void**) {}
+extern "C" MSLEMU_DEVCHECK void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+extern "C" MSLEMU_DEVCHECK void __tsan_atomic_signal_fence(int) {}
+
+#define MSLEMU_TSAN_ATOMIC(bits, T)                                                                              \
+  extern "C" MSLEMU_DEVCHECK T __tsan_atomic##bits##_load(const volatile T* a, int) {                                              \
+    dev_check((const void*)a, sizeof(T), DEV_ATOMIC_READ, __builtin_return_address(0));                             \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                  \
+  }                                                                                                               \
+  extern "C" MSLEMU_DEVCHECK void __tsan_atomic##bits##_store(volatile T* a, T v, int) {                                          \
+    dev_check((const void*)a, sizeof(T), DEV_ATOMIC_WRITE, __builtin_return_address(0));                            \
+    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                     \
+  }                                                                                                               \
+  MSLEMU_TSAN_RMW(bits, T, exchange, __atomic_exchange_n)                                                         \
+  MSLEMU_TSAN_RMW(bits, T, fetch_add, __atomic_fetch_add) MSLEMU_TSAN_RMW(bits, T, fetch_sub, __atomic_fetch_sub) \
+  MSLEMU_TSAN_RMW(bits, T, fetch_and, __atomic_fetch_and) MSLEMU_TSAN_RMW(bits, T, fetch_or, __atomic_fetch_or)   \
+  MSLEMU_TSAN_RMW(bits, T, fetch_xor, __atomic_fetch_xor) MSLEMU_TSAN_RMW(bits, T, fetch_nand, __atomic_fetch_nand) \
+  /* a compare-exchange that fails only reads */                                                                  \
+  extern "C" MSLEMU_DEVCHECK int __tsan_atomic##bits##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {              \
+    bool ok = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                     \
+    dev_check((const void*)a, sizeof(T), ok ? DEV_ATOMIC_WRITE : DEV_ATOMIC_READ, __builtin_return_address(0));     \
+    return ok;                                                                                                    \
+  }                                                                                                               \
+  extern "C" MSLEMU_DEVCHECK int __tsan_atomic##bits##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {                \
+    bool ok = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                     \
+    dev_check((const void*)a, sizeof(T), ok ? DEV_ATOMIC_WRITE : DEV_ATOMIC_READ, __builtin_return_address(0));     \
+    return ok;                                                                                                    \
+  }                                                                                                               \
+  extern "C" MSLEMU_DEVCHECK T __tsan_atomic##bits##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                    \
+    bool ok = __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                    \
+    dev_check((const void*)a, sizeof(T), ok ? DEV_ATOMIC_WRITE : DEV_ATOMIC_READ, __builtin_return_address(0));     \
+    return c;                                                                                                     \
+  }
+#define MSLEMU_TSAN_RMW(bits, T, name, builtin)                                                                   \
+  extern "C" MSLEMU_DEVCHECK T __tsan_atomic##bits##_##name(volatile T* a, T v, int) {                                            \
+    dev_check((const void*)a, sizeof(T), DEV_ATOMIC_WRITE, __builtin_return_address(0));                            \
+    return builtin(a, v, __ATOMIC_SEQ_CST);                                                                       \
+  }
+MSLEMU_TSAN_ATOMIC(8, char) MSLEMU_TSAN_ATOMIC(16, short) MSLEMU_TSAN_ATOMIC(32, int) MSLEMU_TSAN_ATOMIC(64, long)
+#undef MSLEMU_TSAN_RMW
+#undef MSLEMU_TSAN_ATOMIC
+#undef MSLEMU_DEVCHECK
+// where the linker put that section (ELF linkers define these; elsewhere they stay null)
+extern "C" char __start_mslemu_devcheck[] __attribute__((weak));
+extern "C" char __stop_mslemu_devcheck[] __attribute__((weak));
+static bool in_device_check(uintptr_t pc) {
+  return dev_caller && __start_mslemu_devcheck && pc >= (uintptr_t)__start_mslemu_devcheck &&
+         pc < (uintptr_t)__stop_mslemu_devcheck;
 }
 
 // ------------------------------------------------------------------ scheduler
 static void fiber_main() {
   if (tracing) trace_event(TR_START, ctx.cur, 0, 0, nullptr, 0);
   launch->entry();
+  dev_settle();
   flush_pending_oob();
   if (ctx.cur->nq) mma_flush("(thread exit)", 0);
   Fiber* f = ctx.cur;
@@ -1053,8 +1427,9 @@ static void size_threadgroup() {
   ctx.nsg = (tg_threads + 31) / 32;
 }
 
-// fresh threadgroup memory (zeroed; a new generation for the race shadow) and the
-// [[threadgroup(n)]] buffers of the launch
+// fresh threadgroup memory (every byte MSLEMU_TG_FILL_BYTE, as undefined as the emulator
+// can make it visible; a new generation for the race shadow) and the [[threadgroup(n)]]
+// buffers of the launch
 static void reset_threadgroup_memory() {
   ++ctx.tg_gen;
   ctx.arena_used = 0;
@@ -1063,11 +1438,13 @@ static void reset_threadgroup_memory() {
     ctx.tgm[i] = launch->tgm_size[i] ? tg_alloc(launch->tgm_size[i], 16, "threadgroup buffer") : nullptr;
     ctx.tgm_size[i] = launch->tgm_size[i];
   }
-  memset(ctx.arena, 0, TG_MEMORY_BYTES);
+  memset(ctx.arena, MSLEMU_TG_FILL_BYTE, TG_MEMORY_BYTES);
   ctx.tg_sync = ++ctx.clock;
   ctx.exec_sync = ctx.tg_sync;
   ctx.tg_start = ctx.clock;
-  for (int i = 0; i < 32; ++i) ctx.sg_sync[i] = ctx.clock;
+  for (int i = 0; i < 32; ++i) ctx.sg_sync[i] = sg_dev_sync[i] = ctx.clock;
+  dev_sync = ctx.clock;
+  if (dev_span) dev_threadgroup_started();
 }
 
 // every thread of the threadgroup as a fiber that has not run yet
@@ -1203,6 +1580,8 @@ static bool is_bounds_trap(int sig, uintptr_t pc) {
   const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
                    : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : sig == SIGTRAP ? "SIGTRAP" : "signal";
   std::string m = fmt("kernel crashed with %s", name);
+  if (sig == SIGFPE && si->si_code == FPE_INTDIV)  // build.py: a compile-time zero divides where it is written
+    m = "integer division by zero (the CPU traps, SIGFPE; on a GPU the result is undefined)";
   int unbound = (sig == SIGSEGV || sig == SIGBUS) ? unbound_index(si->si_addr) : -1;
   if (unbound >= 0 && launch->buf_name[unbound]) {
     // a reference parameter whose buffer the launch left unbound (mslemu_bind.h)
@@ -1238,14 +1617,74 @@ static bool is_bounds_trap(int sig, uintptr_t pc) {
   finish(E_CRASH, m, f);
 }
 
-static void on_fault(int sig, siginfo_t* si, void* uc) { report_crash(sig, si, signal_pc(uc)); }
+// Integer division by zero (and INT_MIN / -1) traps on x86-64, where Metal gives an undefined
+// value and goes on (llama.cpp's soft_max computes `i03 % args.ne13` with ne13 == 0 and
+// never uses the result): in kernel code the division instruction is skipped with 0 as its
+// quotient and remainder, which is what arm64's division instructions give, and a
+// PortabilityWarning names the line. The length of the div/idiv instruction at p, 0 if it
+// is not one; *byte: the 8-bit form (quotient in AL, remainder in AH), *word: the 16-bit one.
+static int x86_division_length(const unsigned char* p, bool* byte, bool* word) {
+  int n = 0;
+  *word = false;
+  while (p[n] == 0x66 || p[n] == 0x67 || p[n] == 0xf2 || p[n] == 0xf3 || p[n] == 0x2e || p[n] == 0x3e ||
+         p[n] == 0x26 || p[n] == 0x36 || p[n] == 0x64 || p[n] == 0x65) {
+    if (p[n] == 0x66) *word = true;
+    ++n;
+  }
+  bool rex_w = false;
+  if ((p[n] & 0xf0) == 0x40) rex_w = p[n++] & 0x08;
+  if (rex_w) *word = false;
+  unsigned op = p[n++];
+  if (op != 0xf6 && op != 0xf7) return 0;
+  unsigned modrm = p[n++], reg = (modrm >> 3) & 7, mod = modrm >> 6, rm = modrm & 7;
+  if (reg != 6 && reg != 7) return 0;  // /6 div, /7 idiv
+  if (mod != 3 && rm == 4 && (p[n++] & 7) == 5 && mod == 0) n += 4;  // SIB with a 32-bit displacement
+  else if (mod == 0 && rm == 5) n += 4;  // RIP-relative
+  if (mod == 1) n += 1;
+  else if (mod == 2) n += 4;
+  *byte = op == 0xf6;
+  return n;
+}
+
+static bool resume_after_division(int sig, siginfo_t* si, void* uc_) {
+#if defined(__x86_64__) && defined(__linux__)
+  if (sig != SIGFPE || si->si_code != FPE_INTDIV || !ctx.cur || in_device_check(signal_pc(uc_))) return false;
+  ucontext_t* uc = (ucontext_t*)uc_;
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  bool byte, word;
+  int len = x86_division_length((const unsigned char*)pc, &byte, &word);
+  if (!len) return false;
+  greg_t& rax = uc->uc_mcontext.gregs[REG_RAX];
+  greg_t& rdx = uc->uc_mcontext.gregs[REG_RDX];
+  if (byte) rax &= ~(greg_t)0xffff;
+  else if (word) { rax &= ~(greg_t)0xffff; rdx &= ~(greg_t)0xffff; }
+  else { rax = 0; rdx = 0; }
+  uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(pc + len);
+  add_warning((const char*)pc, 0,
+              th_str(ctx.cur) + " divides an integer by zero (or the most negative value by -1) at " +
+                  pcs((void*)pc) + " in " + tg_str() +
+                  ": the Metal specification leaves the result undefined; the emulator gives 0 for the quotient "
+                  "and the remainder and goes on (not portable: a result that is used is a bug)",
+              Facts().add("kind", "integer-division-by-zero").where(ctx.cur).pc("site_pc", (void*)pc));
+  return true;
+#else
+  (void)sig; (void)si; (void)uc_;
+  return false;
+#endif
+}
+
+static void on_fault(int sig, siginfo_t* si, void* uc) {
+  if (resume_after_division(sig, si, uc)) return;
+  report_crash(sig, si, signal_pc(uc));
+}
 
 // Every TICK seconds: is the caller still there (a worker must not outlive it: on Linux
 // PR_SET_PDEATHSIG does that too, this is the portable way), and is the time up?
 static const double TICK = 0.1;
 static void on_tick(int, siginfo_t*, void* uc) {
   if (in_worker && getppid() != (pid_t)launch->parent_pid) _exit(E_GENERIC);
-  if (launch->timeout > 0 && seconds_since(run_start) >= launch->timeout) report_timeout(signal_pc(uc));
+  if (launch->timeout > 0 && seconds_since(run_start) >= launch->timeout)
+    report_timeout(in_device_check(signal_pc(uc)) ? (uintptr_t)dev_caller - 1 : signal_pc(uc));
 }
 
 static void install_handlers() {
@@ -1312,6 +1751,7 @@ static void bind_launch() {
   ctx.pc_base = so_base;
   ctx.oob_lenient = launch->oob_reads;
   ctx.clock = 1;
+  dev_lo = dev_span = 0;  // allocate_device_shadow sets them when the launch asks for the device race check
   for (int i = 0; i < MSLEMU_MAX_BUFFERS; ++i) {
     ctx.buf[i] = launch->buf[i]; ctx.buf_size[i] = launch->buf_size[i]; ctx.buf_name[i] = launch->buf_name[i];
   }
@@ -1330,6 +1770,7 @@ static int run_all() {
   install_handlers();
   allocate_threadgroup_state();
   bind_launch();
+  if (launch->device_races) allocate_device_shadow();
   int64_t lin = 0;
   for (uint32_t z = 0; z < launch->ntg[2]; ++z)
     for (uint32_t y = 0; y < launch->ntg[1]; ++y)

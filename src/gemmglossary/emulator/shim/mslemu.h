@@ -46,6 +46,20 @@ template <class T>
 inline constexpr bool is_arith_v = std::is_arithmetic_v<T> || is_half<std::remove_cv_t<T>>::value;
 template <class...> inline constexpr bool dependent_false = false;
 
+// The type Metal gives `c ? a : b`, for the casts of the rewriter's conditionals.py (only with
+// the software half type, which C++ finds ambiguous beside another arithmetic type): C++'s own,
+// unless one arm is a half and the other another arithmetic type, where the usual arithmetic
+// conversions apply (half and float: float; half and an integer or bool: half). A and B are
+// decltype((arm)), so an lvalue arm of C++'s own case stays an lvalue.
+template <class A, class B> struct cond_cxx { using type = decltype(true ? std::declval<A>() : std::declval<B>()); };
+template <class H, class X> struct cond_half { using type = std::conditional_t<std::is_floating_point_v<X>, X, H>; };
+template <class A, class B, class DA = std::remove_cv_t<std::remove_reference_t<A>>,
+          class DB = std::remove_cv_t<std::remove_reference_t<B>>>
+struct cond_type : std::conditional_t<is_half<DA>::value && !is_half<DB>::value && std::is_arithmetic_v<DB>, cond_half<DA, DB>,
+                   std::conditional_t<is_half<DB>::value && !is_half<DA>::value && std::is_arithmetic_v<DA>,
+                                      cond_half<DB, DA>, cond_cxx<A, B>>> {};
+template <class A, class B> using cond_t = typename cond_type<A, B>::type;
+
 // ---------------------------------------------------------------- race shadow
 // one record per byte: a GPU stores bytes, so two threads writing neighbouring bytes
 // (a threadgroup bool or uchar array) do not race; an access is recorded at its first byte
@@ -59,10 +73,18 @@ MSLEMU_AI bool stale(uint32_t stamp, uint16_t tid_other, uint32_t tid_now) {
 }
 MSLEMU_AI uint32_t pcoff(const void* pc) { return (uint32_t)((uintptr_t)pc - ctx.pc_base); }
 // a conflicting access by another thread since the last barrier with mem_threadgroup: a race,
-// unless a barrier without memory flags lies in between (Apple GPUs order that; #10 §3)
+// unless a barrier without memory flags lies in between: MLX's kernels assume that barrier
+// orders threadgroup memory too, which no Apple document promises, so it warns (#10 §3).
+// A write after another thread's read (kind 3) across such a barrier is no race at all: the
+// barrier is an execution barrier, so the read was executed before the write could be, and
+// what mem_none leaves out is whether a write before the barrier is visible after it, which
+// a read before it cannot depend on (llama.cpp's soft_max reuses its buffer so)
 MSLEMU_AI void conflict(int kind, const void* p, const void* pc, uint32_t stamp, uint32_t other, uint32_t other_pc) {
-  if (stamp < ctx.exec_sync) exec_ordered(kind, p, pc, other, other_pc);
-  else race(kind, p, pc, other, other_pc);
+  if (stamp < ctx.exec_sync) {
+    if (kind != 3) exec_ordered(kind, p, pc, other, other_pc);
+  } else {
+    race(kind, p, pc, other, other_pc);
+  }
 }
 // (returns whether a thread of this threadgroup wrote the byte; `whole`: part of an object,
 // whose padding no field write covers: tg_read_n warns when no byte of it was written)
@@ -291,6 +313,10 @@ template <class T, size_t D0, size_t... D> struct tg_view<T, D0, D...> {
   MSLEMU_AI operator ptr<AS_THREADGROUP, const T>() const { return ptr<AS_THREADGROUP, const T>(p, lo, hi, name); }
   MSLEMU_AI operator ptr<AS_THREADGROUP, void>() const { return ptr<AS_THREADGROUP, void>((void*)p, lo, hi, name); }
   MSLEMU_AI operator ptr<AS_THREADGROUP, const void>() const { return ptr<AS_THREADGROUP, const void>((const void*)p, lo, hi, name); }
+  // a cast to a pointer to another type (`(threadgroup half4x4 *) sk` of a `threadgroup half sk[N]`,
+  // llama.cpp's flash attention): the array decays, and the pointer is reinterpreted, with its bounds
+  template <class U, class = std::enable_if_t<!std::is_same_v<std::remove_cv_t<U>, T> && !std::is_void_v<U>>>
+  MSLEMU_AI explicit operator ptr<AS_THREADGROUP, U>() const { return ptr<AS_THREADGROUP, U>((U*)(void*)p, lo, hi, name); }
   MSLEMU_AI ptr<AS_THREADGROUP, T> operator&() const { return ptr<AS_THREADGROUP, T>(p, lo, hi, name); }
   template <class U, class = std::enable_if_t<std::is_integral_v<U>>>
   MSLEMU_AI ptr<AS_THREADGROUP, T> operator+(U i) const {

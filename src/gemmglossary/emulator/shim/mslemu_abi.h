@@ -27,6 +27,13 @@ enum Limits {
   MSLEMU_SYMBOL_BYTES = 64     // room for the name of a kernel's entry point
 };
 
+// The byte every threadgroup's threadgroup memory starts as. A GPU gives it no defined
+// contents; 0xFF reads as NaN in float, half and bfloat (all exponent bits set, a nonzero
+// mantissa) and as -1 (signed) or the largest value (unsigned) at every integer width, so a
+// kernel that reads it before writing it gives visibly wrong numbers, not the zeros a
+// fresh allocation happens to hold. It is the only byte that is NaN at every float width.
+enum Fill { MSLEMU_TG_FILL_BYTE = 0xFF };
+
 // MslemuResult.status; the worker processes also exit with it
 enum ErrKind {
   E_OK = 0,
@@ -126,6 +133,7 @@ typedef void (*MslemuEntry)(void);
   FIELD(uint64_t, seed)         /* of SCHED_RANDOM */                                             \
   FIELD(double, timeout)        /* seconds; 0: none */                                            \
   FIELD(int32_t, race_check)                                                                     \
+  FIELD(int32_t, device_races)  /* 1: check device memory for races (an instrumented kernel) */    \
   FIELD(int32_t, oob_reads)     /* 1: out-of-bounds reads return 0 with a warning */              \
   FIELD(int32_t, workers)       /* worker processes, 1 to MSLEMU_MAX_WORKERS */                  \
   FIELD(int32_t, parent_pid)    /* the caller: workers stop when it is gone */                    \

@@ -43,10 +43,13 @@ template <class A, class = std::enable_if_t<std::is_same_v<typename comp<val_t<A
   for (int i = 0; i < comp<val_t<A>>::n; ++i) if (ecomp(v, i)) return true;
   return false;
 }
-// select(a, b, c): c ? b : a, per component
+// select(a, b, c): c ? b : a, per component. A scalar c of another arithmetic type converts
+// to bool, as any scalar argument does for Metal's `T select(T, T, bool)` (llama.cpp's
+// `select(1, -1, signs[0] & mask)`); a vector c must be a bool vector, as in Metal
+template <class C> inline constexpr bool select_cond_v =
+    std::is_same_v<typename comp<val_t<C>>::type, bool> || (comp<val_t<C>>::n == 1 && is_arith_v<val_t<C>>);
 template <class A, class B, class C, class R = amix_t<val_t<A>, val_t<B>>,
-          class = std::enable_if_t<same_lengths_v<val_t<A>, val_t<B>, val_t<C>> &&
-                                   std::is_same_v<typename comp<val_t<C>>::type, bool>>>
+          class = std::enable_if_t<same_lengths_v<val_t<A>, val_t<B>, val_t<C>> && select_cond_v<C>>>
 MSLEMU_FN R select(const A& a, const B& b, const C& c) {
   using E = typename comp<R>::type;
   R va = (R)val(a), vb = (R)val(b);

@@ -240,6 +240,7 @@ namespace precise { MSLEMU_MATH_USINGS }
 #define MAXFLOAT 0x1.fffffep+127f
 #define HUGE_VALF __builtin_huge_valf()
 #define HUGE_VALH ((half)__builtin_huge_valf())
+#define MAXHALF ((half)0x1.ffcp15f)  // the largest finite half (Metal's math constants; llama.cpp's flash attention)
 #define INFINITY __builtin_inff()
 #define NAN __builtin_nanf("")
 #define M_E_F 2.71828182845904523536f

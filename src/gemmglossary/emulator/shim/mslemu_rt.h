@@ -85,7 +85,7 @@ inline LaneOp& qop(uint32_t sg, int op, uint32_t lane) { return ctx.mmaq[((size_
 // runtime services (implemented in runtime.cpp)
 [[noreturn]] void fail(int kind, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void barrier(int flags, const char* file, int line);
-void simd_barrier(const char* file, int line);
+void simd_barrier(int flags, const char* file, int line);  // flags: the mem_flags
 void collective(int op, const char* file, int line, CombineFn fn);
 void* tg_alloc(uint64_t bytes, uint64_t align, const char* name, uint32_t esize = 0, uint32_t nd = 0,
                const uint32_t* dims = nullptr);
@@ -97,7 +97,8 @@ void uninit_read(const void* p, const void* pc);
 // something the specification does not promise: a PortabilityWarning, once per source line
 void portability(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 // two threads' accesses to threadgroup memory ordered only by a threadgroup barrier without
-// mem_flags::mem_threadgroup: Apple GPUs order them, the specification does not (kind as race())
+// mem_flags::mem_threadgroup: the kernels that do it assume it orders them, the specification
+// does not promise it (kind as race())
 void exec_ordered(int kind, const void* p, const void* pc_now, uint32_t other_tid, uint32_t pc_other);
 const char* buffer_name_for(const void* p, const void** lo, const void** hi);
 

@@ -46,7 +46,8 @@ template <class T, int Cols, int Rows> struct simdgroup_matrix {
   MSLEMU_AI const vec<T, 2>& thread_elements(const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
     materialize(file, line); return e; }
 };
-template <class T, int C, int R> MSLEMU_AI simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T v) {
+// the row count defaults to the column count, as in Metal (`make_filled_simdgroup_matrix<float, 8>(0.f)`)
+template <class T, int C, int R = C> MSLEMU_AI simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T v) {
   simdgroup_matrix<T, C, R> m; m.e[0] = v; m.e[1] = v; m.pend = -1; return m; }
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;

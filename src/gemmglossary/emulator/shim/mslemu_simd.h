@@ -70,8 +70,8 @@ inline const char* op_label(int op_code) {
 // a lane read the value of a lane that is not active
 inline void inactive_read(int op_code, const char* file, int line, int lane, int src, uint32_t sg) {
   portability(file, line, "%s_%s at %s:%d: lane %d of simdgroup %u reads lane %d, which is not active (it returned, or lies "
-              "past the end of the threadgroup); Metal leaves the value undefined, the emulator gives the lane its "
-              "own value", (op_code & OP_QUAD) ? "quad" : "simd", op_label(op_code), file ? file : "?", line, lane, sg, src);
+              "past the end of the threadgroup); the Metal specification does not say what such a read returns, the "
+              "emulator gives the lane its own value", (op_code & OP_QUAD) ? "quad" : "simd", op_label(op_code), file ? file : "?", line, lane, sg, src);
 }
 
 // combine the values of the lanes of one simdgroup (L[i] is lane i, or null when inactive)

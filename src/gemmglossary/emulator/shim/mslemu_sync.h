@@ -10,7 +10,7 @@ inline void threadgroup_barrier(mem_flags f, const char* file = __builtin_FILE()
   mslemu::barrier((int)f, file, line);
 }
 inline void simdgroup_barrier(mem_flags f, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  (void)f; mslemu::simd_barrier(file, line);
+  mslemu::simd_barrier((int)f, file, line);
 }
 
 // memory orders and scopes of the atomic functions and fences
