@@ -5,8 +5,8 @@
 //   affine_<kernel>_<type>_gs_<group size>_b_<bits>[_alN_<true|false>]_batch_<0|1>
 // with <type> the Metal type name (float, float16_t, bfloat16_t), alN (qmm_t only) whether N is
 // a multiple of the 32-wide output tile, batch whether the kernel walks batch shapes and strides.
-// The template arguments after `batched` keep their defaults (no partial rows, no global scale,
-// 4 results per simdgroup): what MLX's host code asks for in affine mode.
+// The template argument after `batched` keeps its default (no global scale): what MLX's host
+// code asks for in affine mode.
 //
 // MLX instantiates every kernel for every dtype, group size (32, 64, 128) and bit width; this
 // file holds a covering selection: each kernel with each dtype, each bits × group size pair,

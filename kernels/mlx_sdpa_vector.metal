@@ -4,7 +4,7 @@
 // file names a few of its template instances with `template [[host_name(...)]] [[kernel]]`,
 // under the names MLX's host code asks for:
 //   sdpa_vector_<type>_<qk dim>_<v dim>           one pass, a threadgroup per query token
-//   sdpa_vector_2pass_1[_gqa]_<type>_<qk>_<v>      first pass over `blocks` slices of the keys
+//   sdpa_vector_2pass_1_<type>_<qk>_<v>            first pass over `blocks` slices of the keys
 //   sdpa_vector_2pass_2_<type>_<v dim>             second pass combining the slices
 // with <type> the Metal type (float, float16_t, bfloat16_t). The selection covers every
 // kernel with every dtype at least once, not all of MLX's head dims.
@@ -37,7 +37,3 @@ template [[host_name("sdpa_vector_2pass_2_float16_t_128")]] [[kernel]]
 decltype(sdpa_vector_2pass_2<float16_t, 128>) sdpa_vector_2pass_2<float16_t, 128>;
 template [[host_name("sdpa_vector_2pass_2_bfloat16_t_64")]] [[kernel]]
 decltype(sdpa_vector_2pass_2<bfloat16_t, 64>) sdpa_vector_2pass_2<bfloat16_t, 64>;
-
-// The first pass for a group of 8 query heads per key/value head (head dim 128: 4 heads per thread).
-template [[host_name("sdpa_vector_2pass_1_gqa_float16_t_128_128")]] [[kernel]]
-decltype(sdpa_vector_2pass_1_gqa<float16_t, 128, 128, 8, 4>) sdpa_vector_2pass_1_gqa<float16_t, 128, 128, 8, 4>;

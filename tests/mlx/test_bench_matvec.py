@@ -19,6 +19,7 @@ from gemmglossary.bench import matvec
 def test_products_are_mlx_kernels():
     names = {name: matvec.build(name, 512).plan.host_names for name in matvec.PRODUCTS}
     assert names == {"qmv": ["affine_qmv_fast_float_gs_64_b_4_batch_0"],
+                     "llama_q4_0": ["kernel_mul_mv_q4_0_f32"],
                      "gemv": ["gemv_float32_bm4_bn1_sm1_sn32_tm4_tn4_nc0_axpby0"]}
     assert matvec.build("gemv").plan.host_names == ["gemv_float32_bm8_bn1_sm1_sn32_tm4_tn4_nc0_axpby0"]
 

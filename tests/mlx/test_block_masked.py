@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pytest
 
+from gemmglossary.emulator.errors import OutOfBoundsError
 from gemmglossary.mlx import block_masked
 from gemmglossary.mlx.launch import bfloat16
 from gemmglossary.paths import kernels_dir
@@ -67,6 +68,17 @@ def test_block_masked_matches_numpy(a, b, bs, mask_out, mask_lhs, mask_rhs):
     out = block_masked.plan(a, b, bs, mask_out, mask_lhs, mask_rhs).run()
     np.testing.assert_allclose(out.astype(np.float64), reference(a, b, bs, mask_out, mask_lhs, mask_rhs),
                                **TOLERANCE[a.dtype])
+
+
+def test_gemv_t_output_mask_broadcast_along_n_reads_past_it():
+    """MLX 0.32.1's gemv_t_masked indexes the output mask by the block of N alone (the mask's
+    stride is commented out in gemv_masked.h), so an output mask broadcast along N, one value
+    in memory for every block, is read past its end for the second block: the emulator
+    reports it (a GPU would read whatever follows)."""
+    _, a, b, bs, _, ml, mr = CASES[5]
+    one_value = np.ones((1, 1), dtype=bfloat16) * 2  # broadcast to (2, 3, 1, 2): stride 0 along N
+    with pytest.raises(OutOfBoundsError, match=r"out-of-bounds read of 'out_mask'.*gemv_masked\.h:\d+"):
+        block_masked.plan(a, b, bs, one_value, ml, mr).run()
 
 
 def test_reference_matches_mlx_cpu():

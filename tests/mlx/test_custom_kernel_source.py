@@ -1,7 +1,7 @@
 """The source ``gg.metal_kernel`` generates is the source ``mx.fast.metal_kernel`` generates.
 
-Rules: MLX 0.32 (read on main just after v0.32.2; the pinned v0.32.4 wheel is the
-oracle below), ``mlx/backend/common/metal_kernel.cpp`` (``write_signature``,
+Rules: MLX at the pinned tag (gemmglossary.mlx.matmul.MLX_TAG; the installed wheel of that
+release is the oracle below), ``mlx/backend/common/metal_kernel.cpp`` (``write_signature``,
 ``write_template``, ``make_template_hash``, ``metal_kernel``) and
 ``mlx/backend/common/compiled.cpp`` (``get_type_string``); docs
 ``docs/src/dev/custom_metal_kernels.rst`` (whose example kernel name predates the
@@ -11,7 +11,7 @@ Two kinds of check:
 
 * pinned texts, written out by hand from those rules, so the tests hold on a machine
   without mlx and fail if the generator drifts;
-* an oracle: the installed mlx 0.32.4 wheel prints the source it would compile with
+* an oracle: the installed mlx wheel (pyproject pins the same release) prints the source it would compile with
   ``verbose=True``.  Without a Metal back-end mlx refuses to run the kernel, but it
   still builds (and prints) the source while tracing ``mx.export_function``; we run
   that in a subprocess and compare byte for byte.
@@ -27,6 +27,7 @@ import textwrap
 import pytest
 
 from gemmglossary.mlx import custom_kernel as ms
+from gemmglossary.mlx.matmul import MLX_VERSION
 
 EXP_BODY = """
     uint elem = thread_position_in_grid.x;
@@ -105,10 +106,10 @@ def test_template_int_bool_and_hash():
 
 
 def test_negative_template_ints_in_the_host_name():
-    # The 0.32.4 wheel turns '-' into '_' in the name (tested against it below).
+    # The '-' stays in the name (tested against the wheel below).
     g = gen("neg", ["a"], ["b"], "b[0] = a[0] * N;", [("float32", (16,))], ["float32"],
             template=[("N", -3), ("T", "float16"), ("B", False)])
-    name = "custom_kernel_neg___3_float16_t_0_float_float"
+    name = "custom_kernel_neg__-3_float16_t_0_float_float"
     assert g.name == name
     assert g.source.endswith(f"decltype({name}<-3, float16_t, 0>) {name}<-3, float16_t, 0>;\n")
 
@@ -191,7 +192,12 @@ def _mlx_version():
     return mx.__version__
 
 
-@pytest.mark.skipif(_mlx_version() != "0.32.4", reason="needs the pinned mlx 0.32.4 wheel as the oracle")
+NEEDS_WHEEL = pytest.mark.skipif(_mlx_version() != MLX_VERSION,
+                                 reason=f"needs the pinned mlx {MLX_VERSION} wheel as the oracle "
+                                        f"(installed: {_mlx_version()}; `pip install -e .` installs it)")
+
+
+@NEEDS_WHEEL
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_matches_installed_mlx(case, tmp_path):
     spec = dict(case, path=str(tmp_path / "k.mlxfn"))
@@ -206,9 +212,6 @@ def test_matches_installed_mlx(case, tmp_path):
 
 
 # --- what the binding accepts, against the wheel's own checks ---------------------------
-
-NEEDS_WHEEL = pytest.mark.skipif(_mlx_version() != "0.32.4", reason="needs the pinned mlx 0.32.4 wheel as the oracle")
-
 
 def _mlx_outcome(call):
     """'ok', or the exception type and message MLX raised."""

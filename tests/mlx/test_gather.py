@@ -4,9 +4,9 @@ Seven products, one per instantiation of kernels/mlx_steel_gather.metal, dispatc
 mlx.gather plans them (MLX's routing and tiles on a base M1):
 
 * gather_mm_rhs (one row of a per index, sorted rhs indices): float32 with M, N and K off
-  the tile, two unused matrices of b and a group of more than one tile; bfloat16 with b a
-  transposed view, a single row of a broadcast to every index, groups that start inside a
-  tile; float16 with N and K off the tile.
+  the tile, two unused matrices of b and a run of one index longer than a tile; bfloat16
+  with b a transposed view, a single row of a broadcast to every index, runs that start
+  inside a tile; float16 with N and K off the tile.
 * gather_mm (the general kernel): float32 with two index dims (has_batch), broadcast and
   unsorted lhs and rhs indices, b with two batch dims, a a strided slice, M, N, K all off the
   tile; float16 nt with everything aligned (the kernel's never-checked loop) and repeated
@@ -93,12 +93,13 @@ def test_instantiations_match_the_cases():
 
 
 def test_rhs_dispatch():
-    """Buffers 0-5, the inferred offsets and grid, b's layout and a broadcast to the indices."""
+    """Buffers 0-4 as gather_mm_rhs binds them: the rhs indices, b's layout, a broadcast to
+    the indices; one threadgroup per output tile."""
     _, a, b, lhs, rhs, sorted_indices, _ = CASES[1]
     (launch,) = gather.plan(a, b, lhs, rhs, sorted_indices=sorted_indices).launches
-    assert sorted(launch.buffers) == [0, 1, 2, 3, 4, 5] and launch.threads_per_threadgroup == (32, 2, 1)
-    assert launch.buffers[2].tolist() == [0, 16, 21, 21] and int(launch.buffers[5]) == 4
-    assert launch.threadgroups == (1, 48 // 16 + 4, 1)  # tiles needed: 1 + 1 + 2
+    assert sorted(launch.buffers) == [0, 1, 2, 3, 4] and launch.threads_per_threadgroup == (32, 2, 1)
+    assert launch.buffers[2].dtype == np.uint32 and launch.buffers[2].tolist() == rhs.tolist()
+    assert launch.threadgroups == (1, 48 // 16, 1)
     p = launch.buffers[4]
     assert (int(p["M"]), int(p["ldb"]), int(p["batch_stride_b"])) == (48, 32, 64 * 32)
     assert launch.buffers[0].size == 48 * 32  # the one row of a, copied once per index
@@ -123,8 +124,9 @@ def test_routes_not_planned_and_bad_input():
     a, b = rng.uniform(size=(4, 1, 8)).astype(np.float32), rng.uniform(size=(3, 8, 16)).astype(np.float32)
     with pytest.raises(NotImplementedError, match="gather GEMV"):
         gather.plan(a, b, None, np.array([2, 0, 1, 1]))  # unsorted: M = 1 goes to gather_mv
-    with pytest.raises(ValueError, match="sorted indices below 3"):
-        gather.plan(a, b, None, np.array([2, 0, 1, 1]), sorted_indices=True)
+    # MLX trusts sorted_indices: an unsorted list takes gather_mm_rhs, which handles any order
+    (launch,) = gather.plan(a, b, None, np.array([2, 0, 1, 1]), sorted_indices=True).launches
+    assert launch.host_name.startswith("steel_gather_mm_rhs_")
     with pytest.raises(NotImplementedError, match="gather GEMV"):  # sorted, but lhs indices given
         gather.plan(a, b, np.arange(4) % 4, np.array([0, 1, 1, 2]), sorted_indices=True)
     with pytest.raises(NotImplementedError, match="gather_mm_rhs_nax"):
@@ -151,4 +153,4 @@ def test_host_lines_are_ordered_ranges_inside_their_functions():
     for part, whole in (("rhs_tile", "rhs"), ("rhs_params", "rhs"), ("rhs_buffers", "rhs"),
                         ("general_tile", "general"), ("general_params", "general"), ("general_buffers", "general")):
         assert gather.LINES[whole][0] <= gather.LINES[part][0] <= gather.LINES[part][1] <= gather.LINES[whole][1]
-    assert gather.host_url("gather_mm").endswith("/mlx/ops.cpp#L6125-L6213")
+    assert gather.host_url("gather_mm").endswith("/mlx/ops.cpp#L6131-L6219")

@@ -1,7 +1,7 @@
 """gemmglossary.mlx.matmul: MLX's host decisions for ``a @ b``, case by case.
 
 Every expected value below was worked out by hand from mlx/backend/metal/matmul.cpp at the
-commit the module names (MLX 0.32.2-dev), not computed by the module, so a wrong branch or
+pinned tag (gemmglossary.mlx.matmul.MLX_TAG), not computed by the module, so a wrong branch or
 threshold in the restatement fails here. The last tests tie it to gemmglossary.mlx.steel,
 which plans the fused kernel's buffers: both must agree on the kernel name, the grid and
 the threadgroup, and the configuration the host picks must run on the emulator.
@@ -248,7 +248,8 @@ def test_bad_input_is_an_error(bad):
 def test_rule_lines_are_ordered_ranges():
     for name, (start, end) in mm.LINES.items():
         assert 0 < start <= end, name
-    assert mm.rule_url("tile_macro").endswith(f"/{mm.MLX_HOST_COMMIT}/mlx/backend/metal/matmul.cpp#L90-L171")
+    assert mm.rule_url("tile_macro") == (
+        f"https://github.com/ml-explore/mlx/blob/{mm.MLX_TAG}/mlx/backend/metal/matmul.cpp#L90-L171")
 
 
 # --------------------------------------------------------------------------- steel.py agrees

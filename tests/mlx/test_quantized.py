@@ -16,7 +16,12 @@ MLX's routing on a base M1 (its qmv batch limit is 14 rows for K, N ≤ 2048).
 
 Tolerances: the kernels dequantize and accumulate in float32 (float32 |error| ≤ 1e-4·|value|
 + 1e-4); float16 and bfloat16 round x, the scales and biases (part of the reference: it uses
-the stored ones) and the output: rtol 1e-2 / 2e-2.
+the stored ones) and the output: rtol 1e-2 / 2e-2. One more rounding in MLX 0.32.1: below 8
+bits, qmv_fast and qmv (load_vector in quantized.h) add x four or eight values at a time in
+x's own type before the float32 sum that multiplies the biases; in bfloat16 (8 significant
+bits) that put 31 of the 200 outputs of the 4-bit bfloat16 qmv_fast case outside its
+tolerance on random x (measured here). Their bfloat16 cases take x on a grid of eighths in [-1, 1],
+where every such partial sum is exact, so the tolerance above still measures the kernel.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import re
 import numpy as np
 import pytest
 
+from gemmglossary.emulator.errors import OutOfBoundsError, PortabilityWarning
 from gemmglossary.mlx import affine, quantized
 from gemmglossary.mlx.matmul import Device
 from gemmglossary.mlx.launch import bfloat16
@@ -48,8 +54,10 @@ def _cases():
     rng = np.random.default_rng(0)
 
     def case(name, kernel, dtype, gs, bits, x_shape, w_shape, transpose=True, expect=None):
-        x = rng.uniform(-1, 1, x_shape).astype(dtype)
-        return (name, x, weights(rng, w_shape, dtype, gs, bits), transpose, expect or kernel)
+        x = rng.uniform(-1, 1, x_shape)
+        if dtype is BF16 and kernel in ("qmv_fast", "qmv"):
+            x = np.round(x * 8) / 8  # see the tolerances above
+        return (name, x.astype(dtype), weights(rng, w_shape, dtype, gs, bits), transpose, expect or kernel)
 
     yield case("qmv_fast-f32", "qmv_fast", F32, 64, 4, (1, 512), (16, 512))
     yield case("qmv_fast-f16-batched", "qmv_fast", F16, 32, 8, (2, 3, 256), (2, 24, 256))
@@ -76,13 +84,34 @@ def reference(x, w, transpose):
     return x.astype(np.float64) @ (np.swapaxes(dense, -1, -2) if transpose else dense)
 
 
+def reads_past_w(kernel: str, w) -> bool:
+    """qmm_t with N not a multiple of its 32-row tile: see test_qmm_t_edge_tile_reads_past_w."""
+    return kernel == "qmm_t" and w.wq.shape[-2] % 32 != 0
+
+
 @pytest.mark.parametrize("x,w,transpose,kernel", [pytest.param(*c[1:], id=c[0]) for c in CASES])
 def test_kernel_matches_numpy(x, w, transpose, kernel):
     plan = quantized.plan(x, w, transpose=transpose)
     (name,) = plan.host_names
     assert name.startswith(f"affine_{kernel}_")
-    out = plan.run()
+    if reads_past_w(kernel, w):
+        with pytest.warns(PortabilityWarning, match=r"read outside a buffer.*quantized\.h:\d+"):
+            out = plan.run(oob_reads="warn")
+    else:
+        out = plan.run()
     np.testing.assert_allclose(out.astype(np.float64), reference(x, w, transpose), **TOLERANCE[x.dtype])
+
+
+def test_qmm_t_edge_tile_reads_past_w():
+    """In MLX 0.32.1, QuantizedBlockLoader::load_safe (quantized.h) tests a row of W against
+    the tile's K extent instead of its row count when it loads along K (qmm_t), so the last
+    tile of an N that is not a multiple of 32 reads the scales, biases and weights of rows
+    past N. Those rows only feed output columns that the masked store drops. The emulator
+    reports the read; allowing out-of-bounds reads gives the right result (the cases above)."""
+    _, x, w, transpose, kernel = next(c for c in CASES if reads_past_w(c[4], c[2]))
+    plan = quantized.plan(x, w, transpose=transpose)
+    with pytest.raises(OutOfBoundsError, match=r"out-of-bounds read of '(scales|biases|w)'.*quantized\.h:\d+"):
+        plan.run()
 
 
 def test_cases_cover_the_design():

@@ -111,7 +111,7 @@ def test_addmm_epilogue(alpha, beta, shape):
 
 
 def test_addmm_edge_tile_reads_past_c():
-    """MLX 0.32.4's apply_epilogue_safe masks C's columns but not its rows, so an edge tile
+    """MLX's apply_epilogue_safe (the pinned release) masks C's columns but not its rows, so an edge tile
     with M % BM != 0 reads C past its last row (the values are discarded on store). The
     emulator reports the read; allowing out-of-bounds reads gives the right result."""
     a, b = operands((40, 50, 24), np.float32, False, False, seed=7)

@@ -15,9 +15,9 @@ range (max − min) is split into 2**bits − 1 steps (at least 1e-7); when |min
 is positive and the bias is the minimum, otherwise the step is negative and the bias is the
 maximum; the step is then adjusted so that the extreme lands on an integer, and a group whose
 extreme rounds to integer 0 keeps a bias of 0. Scales and biases are stored in the weights'
-dtype. This restates ``affine_quantize`` and ``affine_dequantize`` of ``mlx/ops.cpp``
-(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/ops.cpp; read at 0.32.2-dev); the tests
-check it bit for bit against the pinned 0.32.4 wheel's ``mx.quantize`` on MLX's CPU backend.
+dtype. This restates ``affine_quantize`` and ``affine_dequantize`` of ``mlx/ops.cpp`` at the
+pinned tag (:data:`.matmul.MLX_TAG`); the tests check it bit for bit against the installed
+wheel of that release (``mx.quantize`` on MLX's CPU backend).
 """
 
 from __future__ import annotations

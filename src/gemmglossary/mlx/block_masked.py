@@ -8,12 +8,13 @@ only if both are true; as numbers they scale it). This restates ``mx.block_maske
 missing operand mask is all true) and ``BlockMaskedMM::eval_gpu`` in
 ``mlx/backend/metal/matmul.cpp``: one row or column goes to ``gemv_masked`` /
 ``gemv_t_masked`` (block shape from the block size, its own rule, not GEMV's), everything
-else to ``block_masked_gemm`` with BM = BN = block_size, BK = 16, 2 × 2 simdgroups. Links:
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/ops.cpp,
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp (read at the
-0.32.2-dev commit :mod:`.matmul` names). The 0.32.4 ``gemv_masked.h`` differs from 0.32.2's in
-one place, which we follow: the output mask of ``gemv_t_masked`` advances by the mask's stride
-per block (0.32.2 had the stride commented out). The batch is not collapsed (MLX's host code
+else to ``block_masked_gemm`` with BM = BN = block_size, BK = 16, 2 × 2 simdgroups. Read at
+the pinned tag (:data:`.matmul.MLX_TAG`; links: :func:`.matmul.source_url`). In its
+``gemv_masked.h``, ``gemv_t_masked`` reads the output mask one element per block of N
+whatever the mask's stride along N (the stride is commented out there): right for a mask
+whose blocks along N are adjacent in memory, as in a row-contiguous mask; a mask broadcast
+along N reads past its buffer, which the emulator reports
+(``tests/mlx/test_block_masked.py``). The batch is not collapsed (MLX's host code
 keeps every batch dim here). Kernels: MLX's, instantiated in ``kernels/mlx_gemv_masked.metal``
 and ``kernels/mlx_steel_masked.metal`` (the two headers cannot share a file: both define
 ``_NoMask`` and ``ScaleOp``).

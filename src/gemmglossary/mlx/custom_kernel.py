@@ -4,17 +4,16 @@
 signature (one buffer per input, optional ``<name>_shape``/``_strides``/``_ndim``
 buffers, one buffer per output, the thread attributes the body mentions), the
 template header and the explicit instantiation, and the kernel's host name.  This
-module reproduces that text for MLX 0.32.4, the version the project pins, so the
-emulator runs exactly the kernel the GPU would.
+module reproduces that text for the MLX release the project pins
+(:data:`.matmul.MLX_TAG`), so the emulator runs exactly the kernel the GPU would.
 
-The rules below were read from MLX's sources (``mlx/backend/common/metal_kernel.cpp``:
+The rules below were read from MLX's sources at that tag (``mlx/backend/common/metal_kernel.cpp``:
 ``write_signature``, ``write_template``, ``make_template_hash`` and ``metal_kernel``;
 ``mlx/backend/common/compiled.cpp``: ``get_type_string``; the dispatch is in
-``mlx/backend/metal/custom_kernel.cpp``) as of the 0.32 release line -- the snapshot
-we could read is main shortly after v0.32.2, the v0.32.4 tag itself was not
-available -- and are checked byte for byte against the text the installed mlx 0.32.4
-wheel prints with ``verbose=True`` (``tests/mlx/test_custom_kernel_source.py``).  This is
-an independent re-implementation, not a copy.
+``mlx/backend/metal/custom_kernel.cpp``) and are checked byte for byte against the text the
+installed mlx wheel of that release prints with ``verbose=True``
+(``tests/mlx/test_custom_kernel_source.py``).  This is an independent re-implementation,
+not a copy.
 
 Quirks kept on purpose, because MLX has them:
 
@@ -29,9 +28,10 @@ Quirks kept on purpose, because MLX has them:
   attributes and several outputs MLX closes the parameter list early.  We write
   the same text.
 * Template values are printed as C++ streams print them: ``True`` becomes ``1``.
-* In the host name a negative template int's ``-`` becomes ``_`` (``N=-3`` gives
-  ``custom_kernel_neg___3_...``).  The 0.32.4 wheel does this; the v0.32.2 source we
-  could read does not, so the wheel's text is what the tests hold us to.
+* In the host name a negative template int keeps its ``-`` (``N=-3`` gives
+  ``custom_kernel_neg__-3_...``): ``make_template_hash`` replaces only ``<``, ``>`` and
+  ``", "``. That name is also the kernel function's, so such a source does not compile: the
+  emulator reports the compiler's error, as a build of MLX's source would fail.
 
 What the Python binding accepts is restated too (``python/src/fast.cpp``), with the same
 exceptions: a template value must be a Python ``bool``, a Python ``int`` that fits a C
@@ -177,7 +177,12 @@ def template_arguments(template) -> list[tuple[str, object]]:
     by its canonical name (``"float32"``): the form :func:`generate` takes.
     """
     out: list[tuple[str, object]] = []
-    for name, value in template or ():
+    for item in template or ():
+        # the binding takes a list of (name, value) pairs: anything else is a TypeError there
+        if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
+            raise TypeError(f"[metal_kernel] template: each item is a (name, value) pair, e.g. "
+                            f"('T', mx.float32), got {item!r}")
+        name, value = item
         if type(value) is bool:
             out.append((str(name), value))
         elif type(value) is int:  # not a subclass, not a numpy integer: MLX refuses those
@@ -242,12 +247,12 @@ def write_template(template) -> str:
 
 
 def template_hash(template_def: str) -> str:
-    """``<float, -3, 1>`` -> ``_float__3_1`` (MLX's ``make_template_hash``, as the 0.32.4 wheel has it)."""
+    """``<float, -3, 1>`` -> ``_float_-3_1`` (MLX's ``make_template_hash``)."""
     out = []
     i = 0
     while i < len(template_def):
         c = template_def[i]
-        if c in "<>-":
+        if c in "<>":
             out.append("_")
         elif c == "," and i + 1 < len(template_def) and template_def[i + 1] == " ":
             out.append("_")
@@ -367,7 +372,7 @@ def generate(
     template=None,
     atomic_outputs: bool = False,
 ) -> GeneratedKernel:
-    """The kernel ``mx.fast.metal_kernel`` (MLX 0.32.4) builds for these arguments.
+    """The kernel ``mx.fast.metal_kernel`` (of the pinned MLX) builds for these arguments.
 
     ``inputs`` gives each input's dtype and shape (the generated text depends on
     nothing else of the arrays).  ``ensure_row_contiguous`` does not change the text.

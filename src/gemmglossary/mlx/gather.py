@@ -3,8 +3,8 @@
 ``mx.gather_mm(a, b, lhs_indices, rhs_indices)`` multiplies, for every position of the
 (broadcast) index arrays, the matrix ``a[lhs_indices[i]]`` by ``b[rhs_indices[i]]`` (a and b
 indexed over their batch dims; a missing index array means "every batch matrix in order").
-Restated from MLX at the commit :mod:`.matmul` names (0.32.2-dev, the only host source here;
-links below, :func:`.matmul.source_url`):
+Restated from MLX's host code at the pinned tag (:data:`.matmul.MLX_TAG`; links below,
+:func:`.matmul.source_url`), whose ``steel_gemm_gather.h`` is the pinned one:
 
 * ``gather_mm`` and ``indices_or_default`` in ``mlx/ops.cpp`` (:data:`OPS_LINES`): indices cast
   to uint32 and broadcast together; the output is ``indices.shape + (M, N)``; the primitive
@@ -14,25 +14,20 @@ links below, :func:`.matmul.source_url`):
   takes ``gather_mm_rhs``; else M = 1 or N = 1 a gather GEMV, a transposed-view b may take
   ``gemv_wide_gather`` (generation 15 and later), and everything else the general
   ``gather_mm``. Only the two steel kernels are planned here; the other routes raise.
+* ``gather_mm_rhs``: a broadcast to the indices and copied row-contiguous (one row per
+  index), b's layout from ``ensure_batch_contiguous``, the tile 16×64×16 with 1×2
+  simdgroups, the rhs indices (uint32, row-contiguous) at buffer 2, and one threadgroup per
+  output tile. The kernel walks the indices of its 16 rows and multiplies each run of equal
+  indices by that matrix of b, so it is right for any order; sorted indices make the runs
+  long. MLX does not check the order, nor that an index names a matrix of b (the emulator
+  reports such a read out of bounds).
 * ``gather_mm``: the tile from MLX's GEMM tile rule (:func:`.matmul.regular_config`, with the
   output's batch size), function constants 10 (``has_batch``: more than one index dim) and
   200-202, one threadgroup layer per output matrix, the index shape and strides and each
-  operand's batch shape and strides as buffers 6-14. The 0.32.4 header's ``gather_mm`` is
-  byte-identical to 0.32.2's, so this is MLX's dispatch as the wheel runs it.
+  operand's batch shape and strides as buffers 6-14.
 
-``gather_mm_rhs`` differs. In 0.32.2 it takes the per-row rhs indices at buffer 2 and walks
-them inside each 16-row tile. The 0.32.4 header's takes ``offsets`` (int32, buffer 2) and
-``num_groups`` (buffer 5) instead and places tiles with ``schedule_row_tile`` (``utils.h``):
-group ``g`` owns rows ``offsets[g]`` up to ``offsets[g + 1]`` (the last up to M) and multiplies
-them by matrix ``g`` of b (``B += group * batch_stride_b``); every group gets
-``ceil(rows / 16)`` tiles, numbered along the grid's y, and threadgroups past the last tile
-return. We could not read the 0.32.4 host code that fills these, so we infer: one group per
-matrix of b, ``offsets[g]`` the first row whose index is at least ``g`` (a search in the
-sorted indices; the group of an unused matrix is empty and gets no tile), and a grid tall
-enough for the worst case, ``floor(M / 16) + min(groups, M)`` tile rows. The rest (tile
-16×64×16 with 1×2 simdgroups, the broadcast of a to the indices, b's layout from
-``ensure_batch_contiguous``, the params, buffers 0, 1, 3, 4) is 0.32.2's. The NAX variant
-(M5) is not planned. Kernels: MLX's, instantiated in ``kernels/mlx_steel_gather.metal``.
+The NAX variants (M5) are not planned. Kernels: MLX's, instantiated in
+``kernels/mlx_steel_gather.metal``.
 """
 
 from __future__ import annotations
@@ -50,7 +45,7 @@ HAS_BATCH, ALIGN_M, ALIGN_N, ALIGN_K = 10, 200, 201, 202
 #: gather_mm_rhs's fixed tile (bm, bn, bk, wm, wn).
 RHS_TILE = matmul.TileConfig(16, 64, 16, 1, 2)
 
-#: Lines of ``mlx/backend/metal/matmul.cpp`` at :data:`.matmul.MLX_HOST_COMMIT` each rule follows.
+#: Lines of ``mlx/backend/metal/matmul.cpp`` at :data:`.matmul.MLX_TAG` each rule follows.
 LINES = {
     "ensure_batch_contiguous": (56, 82),
     "rhs": (2145, 2276),             # gather_mm_rhs
@@ -63,8 +58,8 @@ LINES = {
     "general_buffers": (2787, 2808),
     "route": (2811, 2864),           # GatherMM::eval_gpu
 }
-#: Lines of ``mlx/ops.cpp`` at that commit.
-OPS_LINES = {"indices_or_default": (79, 108), "gather_mm": (6125, 6213)}
+#: Lines of ``mlx/ops.cpp`` at that tag.
+OPS_LINES = {"indices_or_default": (79, 108), "gather_mm": (6131, 6219)}
 
 
 def host_url(rule: str) -> str:
@@ -128,14 +123,6 @@ def kernel_name(rhs: bool, transpose_a: bool, transpose_b: bool, dtype: str, cfg
     return f"{prefix}{code}_{dtype}_{dtype}_bm{cfg.bm}_bn{cfg.bn}_bk{cfg.bk}_wm{cfg.wm}_wn{cfg.wn}"
 
 
-def group_offsets(indices: np.ndarray, groups: int) -> np.ndarray:
-    """Our inference of 0.32.4's ``offsets``: the first row of each group in sorted indices."""
-    flat = indices.reshape(-1)
-    if flat.size and (np.any(np.diff(flat.astype(np.int64)) < 0) or int(flat.max()) >= groups):
-        raise ValueError(f"gather_mm_rhs needs sorted indices below {groups}")
-    return np.searchsorted(flat, np.arange(groups), side="left").astype(np.int32)
-
-
 def plan(a: np.ndarray, b: np.ndarray, lhs_indices=None, rhs_indices=None, *, sorted_indices: bool = False,
          device: matmul.Device = DEFAULT_DEVICE) -> Plan:
     """Plan ``mx.gather_mm(a, b, lhs_indices, rhs_indices, sorted_indices)`` when MLX runs one
@@ -177,16 +164,13 @@ def _plan_rhs(a, b, rhs, out, dtype) -> Plan:
     K, N = a.shape[-1], b.shape[-1]
     M = a.size // K
     cfg = RHS_TILE
-    groups = b.size // (b.shape[-2] * N)
     batch_stride_b = element_strides(b)[-3] if b.ndim > 2 else b.size
     tn, tm = matmul.cdiv(N, cfg.bn), matmul.cdiv(M, cfg.bm)
     params = _params(M=M, N=N, K=K, lda=K, ldb=ldb, ldd=N, tiles_n=tn, tiles_m=tm,
                      batch_stride_b=batch_stride_b, gemm_k_iterations_aligned=K // cfg.bk)
-    grid_rows = M // cfg.bm + min(groups, M)  # inferred: at least the tiles schedule_row_tile numbers
     launch = Launch(SOURCE, kernel_name(True, False, transpose_b, dtype, cfg),
-                    {0: buffer_view(a), 1: buffer_view(b), 2: group_offsets(indices, groups), 3: out.reshape(-1),
-                     4: params, 5: np.array(groups, np.int32)},
-                    (32, cfg.wn, cfg.wm), threadgroups=(tn, grid_rows, 1),
+                    {0: buffer_view(a), 1: buffer_view(b), 2: indices.reshape(-1), 3: out.reshape(-1), 4: params},
+                    (32, cfg.wn, cfg.wm), threadgroups=(tn, tm, 1),
                     function_constants=_alignment(M, N, K, cfg))
     return Plan([launch], out)
 

@@ -1,10 +1,8 @@
 """Host side of MLX's matrix-vector products: ``gemv`` and ``gemv_t`` of ``gemv.h``.
 
 Restates the dispatch of ``gemv_axbpy`` (and ``gemv``, which calls it without the bias) in
-``mlx/backend/metal/matmul.cpp``
-(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp; read at the
-0.32.2-dev commit :mod:`.matmul` names, the only host source here, and checked against the
-0.32.4 wheel's ``gemv.h``, whose kernel signatures match): the buffers MLX binds and those it
+``mlx/backend/metal/matmul.cpp`` at the pinned tag (:data:`.matmul.MLX_TAG`, whose ``gemv.h``
+the kernels compile): the buffers MLX binds and those it
 leaves unbound without a bias, with the preparation ``Matmul::eval_gpu`` and
 ``AddMM::eval_gpu`` do before they route a product with one row or one column there:
 ``check_transpose`` with the vector rule, ``collapse_batches``, and folding a batch into M

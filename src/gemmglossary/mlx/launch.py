@@ -18,11 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
+from ..optional import require
 from ..paths import kernels_dir, vendor_dir
 from .matmul import Device
+
+# (the site's and the tests': an installed emulator runs gg.metal_kernel without it)
+ml_dtypes = require("ml_dtypes", "gemmglossary.mlx, MLX's kernels with their bfloat16 references,")
 
 #: The GPU every host module assumes unless told otherwise: a base M1 (class g, generation 13):
 #: no NAX, no wide GEMV, the qmv batch limits of generation 13.

@@ -3,11 +3,7 @@
 Restated from ``check_transpose`` (``mlx/backend/metal/matmul.cpp``), ``collapse_batches``
 (``mlx/backend/common/matmul.h``), ``collapse_contiguous_dims`` (``mlx/backend/common/utils.cpp``),
 ``check_contiguity`` and ``AsStrided::eval`` (``mlx/backend/common/utils.h``, ``common.cpp``: the
-``row_contiguous`` and ``contiguous`` flags), read at the MLX 0.32.2-dev commit :mod:`.matmul`
-names (the only host source here):
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp,
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/matmul.h,
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/utils.cpp.
+``row_contiguous`` and ``contiguous`` flags), read at the pinned tag (:data:`.matmul.MLX_TAG`).
 
 numpy views play MLX's strided arrays: a transposed or sliced view is what MLX meets when
 it gets a transposed or sliced array, and :func:`buffer_view` is the buffer MLX binds
@@ -162,9 +158,9 @@ def collapse_batches(*arrays: np.ndarray) -> tuple[list[int], list[list[int]]]:
 
 def grid_2d(shape, strides, divisor: int = 1) -> tuple[int, int, int]:
     """``get_2d_grid_dims_common`` of ``mlx/backend/common/utils.cpp`` (both overloads; read at
-    MLX commit 846d17622): the product of the dims that are not broadcast (stride 0) in x,
-    overflowing into y, divided by ``divisor`` (a dim that divides it is dropped), x the larger.
-    https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/utils.cpp"""
+    the pinned tag, :data:`.matmul.MLX_TAG`): the product of the dims that are not broadcast
+    (stride 0) in x, overflowing into y, divided by ``divisor`` (a dim that divides it is
+    dropped), x the larger."""
     gx = gy = 1
     for n, s in zip(shape, strides):
         if s == 0:

@@ -1,4 +1,4 @@
-"""How MLX turns ``a @ b`` into one Metal dispatch: its host decisions, restated.
+"""How MLX chooses the kernel that computes ``a @ b``, and its dispatch: its host decisions, restated.
 
 This is our own restatement, for the pages and the tests, of the choices MLX's C++ host
 code makes before it encodes a matrix product: which kernel (``dot_product``,
@@ -6,12 +6,10 @@ code makes before it encodes a matrix product: which kernel (``dot_product``,
 which tile configuration, which ``swizzle_log``, and how many threads and threadgroups.
 
 Source and version. The functions follow ``mlx/backend/metal/matmul.cpp`` (and the few
-helpers it calls in ``device.cpp``, ``utils.cpp`` and ``mlx/utils.h``) at MLX commit
-:data:`MLX_HOST_COMMIT`, a 0.32.2 development snapshot: the only MLX source available to
-this project. The pinned wheel is 0.32.4 and ships kernel headers only, so the 0.32.4
-host code could not be read; ``matmul.cpp`` is byte-identical between the v0.32.1 tag and
-that commit, and the steel headers of the 0.32.4 wheel are byte-identical to the
-commit's. Each function names the lines it follows (:func:`source_url`).
+helpers it calls in ``device.cpp``, ``utils.cpp`` and ``mlx/utils.h``) at the MLX release tag
+pinned in ``kernels/vendor.toml`` (:data:`MLX_TAG`), the release whose Metal headers the
+kernels compile and the pages quote: host rules and headers are read from one tag. Each
+function names the lines it follows (:func:`source_url`).
 
 What is modelled. :class:`Problem` is ``Matmul::eval_gpu`` for dense operands: each
 matrix row-contiguous or a transposed view of one (``transpose_a``/``transpose_b`` are
@@ -28,14 +26,32 @@ two values; nothing here maps them to chip names, because MLX does not.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
-#: The MLX commit whose ``matmul.cpp`` this module restates (MLX 0.32.2-dev).
-MLX_HOST_COMMIT = "846d176227a0ac13d2667e58d2bb68b322109ab0"
-MLX_HOST_VERSION = "0.32.2-dev"
-MLX_REPO = "https://github.com/ml-explore/mlx"
+from ..tiles import cdiv
 
-#: Lines of ``mlx/backend/metal/matmul.cpp`` at :data:`MLX_HOST_COMMIT` that each rule follows.
+
+def _pinned_mlx():
+    from ..vendor import load_pins
+
+    return load_pins().mlx
+
+
+def __getattr__(name: str):
+    """``MLX_VERSION``, ``MLX_TAG`` (``v`` and the version) and ``MLX_REPO``: the MLX release
+    every module of this package restates, read from ``kernels/vendor.toml`` (``[mlx]``) when
+    asked, so the version is written in one place."""
+    if name == "MLX_VERSION":
+        return _pinned_mlx().version
+    if name == "MLX_TAG":
+        return _pinned_mlx().rev
+    if name == "MLX_REPO":
+        return _pinned_mlx().repository
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: Lines of ``mlx/backend/metal/matmul.cpp`` at :data:`MLX_TAG` that each rule follows.
 LINES = {
     "tile_macro": (90, 171),            # GEMM_TPARAM_MACRO
     "nax_config": (205, 216),           # steel_matmul_regular_axpby_nax: bm..wn
@@ -63,10 +79,11 @@ LINES = {
     "batch_collapse": (1492, 1502),
 }
 
-#: Lines of other MLX files at :data:`MLX_HOST_COMMIT` that the rules rely on.
+#: Lines of other MLX files at :data:`MLX_TAG` that the rules rely on.
 OTHER_LINES = {
     "device_class": ("mlx/backend/metal/device.cpp", 589, 624),    # Device::Device: name parsed, letters
     "nax_available": ("mlx/backend/metal/device.cpp", 947, 965),   # is_nax_available()
+    "nax_build": ("mlx/backend/metal/kernels/CMakeLists.txt", 161, 185),  # NAX kernels built, or MLX_METAL_NO_NAX
     "tf32": ("mlx/utils.h", 214, 217),                             # env::enable_tf32, default 1
     "next_power_of_2": ("mlx/utils.h", 161, 170),
     "block_dims": ("mlx/backend/common/utils.cpp", 117, 146),       # get_block_dims_common
@@ -100,10 +117,11 @@ GEMV_WIDE_ROWS_PER_PASS = 5     # rows of x per register tile ...
 GEMV_WIDE_MAX_PASSES = 3        # ... and at most this many passes over the matrix
 
 
-def source_url(start: int, end: int | None = None, path: str = "mlx/backend/metal/matmul.cpp") -> str:
-    """Permalink to lines of an MLX source file at :data:`MLX_HOST_COMMIT`."""
-    anchor = f"#L{start}" + (f"-L{end}" if end is not None and end != start else "")
-    return f"{MLX_REPO}/blob/{MLX_HOST_COMMIT}/{path}{anchor}"
+def source_url(start: int | None, end: int | None = None, path: str = "mlx/backend/metal/matmul.cpp") -> str:
+    """Permalink to lines of an MLX source file at :data:`MLX_TAG` (the whole file for no start)."""
+    mlx = _pinned_mlx()
+    anchor = "" if start is None else f"#L{start}" + (f"-L{end}" if end is not None and end != start else "")
+    return f"{mlx.repository}/blob/{mlx.rev}/{path}{anchor}"
 
 
 def rule_url(rule: str) -> str:
@@ -116,8 +134,16 @@ def rule_url(rule: str) -> str:
     raise HostError(f"rule must be one of {', '.join([*LINES, *OTHER_LINES])}, got {rule!r}")
 
 
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+def rule_label(rule: str) -> str:
+    """A named rule's lines in words: ``matmul.cpp 1044–1090``."""
+    if rule in LINES:
+        path, (start, end) = "mlx/backend/metal/matmul.cpp", LINES[rule]
+    elif rule in OTHER_LINES:
+        path, start, end = OTHER_LINES[rule]
+    else:
+        raise HostError(f"rule must be one of {', '.join([*LINES, *OTHER_LINES])}, got {rule!r}")
+    name = path.rsplit("/", 1)[-1]
+    return f"{name} {start}" if start == end else f"{name} {start}–{end}"
 
 
 class HostError(ValueError):
@@ -510,69 +536,166 @@ def takes_nax_splitk(M: int, N: int, K: int, batch: int, nax: bool) -> bool:
                                    or (big <= NAX_SPLITK_SMALL and K > NAX_SPLITK_SMALL_RATIO * big))
 
 
-def route(p: Problem, device: Device, tf32: bool = TF32_DEFAULT) -> Route:
-    """The kernel MLX dispatches for ``p`` on ``device`` (``Matmul::eval_gpu``)."""
-    M, N, K, batch = p.M, p.N, p.K, p.batch
+@dataclass(frozen=True)
+class Routing:
+    """A product as the routing steps see it: the batch folded into M where MLX folds it,
+    and whether the NAX kernels are in use."""
+
+    p: Problem
+    device: Device
+    M: int
+    batch: int
+    a_batch_stride: int
+    b_batch_stride: int
+    nax: bool
+
+
+#: What MLX does before its first test (``Matmul::eval_gpu``), in words for the flowchart.
+FOLD = "a batch of untransposed A against one shared B is folded into M"
+
+
+def routing(p: Problem, device: Device, tf32: bool = TF32_DEFAULT) -> Routing:
+    M, batch = p.M, p.batch
     # Fold the batch into M: a dense, untransposed A against one shared B.
     if batch > 1 and not p.transpose_a and p.shared_b:
         M, batch = M * batch, 1
     folded = M != p.M
-    b_batch_stride = 0 if (p.shared_b or folded) else N * K
-    a_batch_stride = 0 if folded else M * K
+    return Routing(p, device, M, batch, a_batch_stride=0 if folded else M * p.K,
+                   b_batch_stride=0 if (p.shared_b or folded) else p.N * p.K,
+                   nax=uses_nax(p.dtype, device, tf32))
 
-    if M == 1 and N == 1 and batch == 1 and p.dtype != "complex64":
-        threads = cdiv(K, 32)
-        blocks = cdiv(threads, 512)
-        return Route("dot_product", M, batch, "dot_product", threadgroups=(blocks, 1, 1),
-                     threads_per_threadgroup=(512, 1, 1), kernel_name=f"dot_product_{p.dtype}_it32_tg512_sg16")
 
-    if not p.transpose_a and p.transpose_b:
-        wide = gemv_wide_plan(p.dtype, device, M, N, K, mat_ld=K, vec_ld=K,
-                              batch_strides=(a_batch_stride, b_batch_stride), batch=batch)
-        if wide is not None:
-            return Route("gemv_wide", M, batch, "gemv_wide_config", threadgroups=wide.threadgroups,
-                         threads_per_threadgroup=wide.threads_per_threadgroup,
-                         kernel_name=f"gemv_wide_{p.dtype}_nv{wide.vecs_per_threadgroup}_kl{wide.k_lanes}",
-                         gemv_wide=wide)
+@dataclass(frozen=True)
+class Step:
+    """One test of MLX's host code, in the order it makes them (:data:`STEPS`): ``take``
+    gives the product's Route when the test holds, None when the next step decides.
+    ``question`` is the test in words, ``kernels`` the Route.kernel values it can give."""
 
-    if min(M, N) == 1:
-        b_is_matrix = N != 1
-        transpose_mat = (not p.transpose_b) if b_is_matrix else p.transpose_a
-        g = gemv_plan(K, N if b_is_matrix else M, transpose_mat, batch)
-        name = ("gemv_t_" if g.transposed else "gemv_") + p.dtype
-        name += f"_bm{g.bm}_bn{g.bn}_sm{g.sm}_sn{g.sn}_tm{g.tm}_tn{g.tn}_nc0_axpby0"
-        return Route("gemv_t" if g.transposed else "gemv", M, batch, "gemv_config",
-                     threadgroups=g.threadgroups, threads_per_threadgroup=g.threads_per_threadgroup,
-                     kernel_name=name, gemv=g)
+    name: str
+    question: str
+    kernels: tuple[str, ...]
+    rule: str  # key of LINES: the branch of matmul.cpp
+    take: Callable[[Routing], "Route | None"]
 
-    nax = uses_nax(p.dtype, device, tf32)
-    if takes_splitk(M, N, K, batch, device, nax):
-        s = splitk_plan(M, N, K)
-        acc = "complex64" if p.dtype == "complex64" else "float32"
-        return Route("splitk", M, batch, "splitk_rule", config=s.config, threadgroups=s.threadgroups,
-                     threads_per_threadgroup=s.threads_per_threadgroup,
-                     kernel_name=_splitk_name(p, acc, s.config, M, N, K), splitk=s)
-    if takes_nax_splitk(M, N, K, batch, nax):
-        s = nax_splitk_plan(M, N, K)
-        bm, bn, bk, wm, wn = s.config.as_tuple
-        code = ("t" if p.transpose_a else "n") + ("t" if p.transpose_b else "n")
-        return Route("splitk_nax", M, batch, "nax_splitk_rule", config=s.config,
-                     swizzle_log=s.swizzle_log, threadgroups=s.threadgroups,
-                     threads_per_threadgroup=s.threads_per_threadgroup,
-                     kernel_name=f"steel_gemm_splitk_nax_{code}_{p.dtype}_float32_bm{bm}_bn{bn}_bk{bk}_wm{wm}_wn{wn}",
-                     splitk=s)
+
+def _dot_product(r: Routing) -> Route | None:
+    if not (r.M == 1 and r.p.N == 1 and r.batch == 1 and r.p.dtype != "complex64"):
+        return None
+    threads = cdiv(r.p.K, 32)
+    blocks = cdiv(threads, 512)
+    return Route("dot_product", r.M, r.batch, "dot_product", threadgroups=(blocks, 1, 1),
+                 threads_per_threadgroup=(512, 1, 1), kernel_name=f"dot_product_{r.p.dtype}_it32_tg512_sg16")
+
+
+def _gemv_wide(r: Routing) -> Route | None:
+    p = r.p
+    if p.transpose_a or not p.transpose_b:
+        return None
+    wide = gemv_wide_plan(p.dtype, r.device, r.M, p.N, p.K, mat_ld=p.K, vec_ld=p.K,
+                          batch_strides=(r.a_batch_stride, r.b_batch_stride), batch=r.batch)
+    if wide is None:
+        return None
+    return Route("gemv_wide", r.M, r.batch, "gemv_wide_config", threadgroups=wide.threadgroups,
+                 threads_per_threadgroup=wide.threads_per_threadgroup,
+                 kernel_name=f"gemv_wide_{p.dtype}_nv{wide.vecs_per_threadgroup}_kl{wide.k_lanes}",
+                 gemv_wide=wide)
+
+
+def _gemv(r: Routing) -> Route | None:
+    p, M = r.p, r.M
+    if min(M, p.N) != 1:
+        return None
+    b_is_matrix = p.N != 1
+    transpose_mat = (not p.transpose_b) if b_is_matrix else p.transpose_a
+    g = gemv_plan(p.K, p.N if b_is_matrix else M, transpose_mat, r.batch)
+    name = ("gemv_t_" if g.transposed else "gemv_") + p.dtype
+    name += f"_bm{g.bm}_bn{g.bn}_sm{g.sm}_sn{g.sn}_tm{g.tm}_tn{g.tn}_nc0_axpby0"
+    return Route("gemv_t" if g.transposed else "gemv", M, r.batch, "gemv_config",
+                 threadgroups=g.threadgroups, threads_per_threadgroup=g.threads_per_threadgroup,
+                 kernel_name=name, gemv=g)
+
+
+def _splitk(r: Routing) -> Route | None:
+    p, M = r.p, r.M
+    if not takes_splitk(M, p.N, p.K, r.batch, r.device, r.nax):
+        return None
+    s = splitk_plan(M, p.N, p.K)
+    acc = "complex64" if p.dtype == "complex64" else "float32"
+    return Route("splitk", M, r.batch, "splitk_rule", config=s.config, threadgroups=s.threadgroups,
+                 threads_per_threadgroup=s.threads_per_threadgroup,
+                 kernel_name=_splitk_name(p, acc, s.config, M, p.N, p.K), splitk=s)
+
+
+def _nax_splitk(r: Routing) -> Route | None:
+    p, M = r.p, r.M
+    if not takes_nax_splitk(M, p.N, p.K, r.batch, r.nax):
+        return None
+    s = nax_splitk_plan(M, p.N, p.K)
+    bm, bn, bk, wm, wn = s.config.as_tuple
+    code = ("t" if p.transpose_a else "n") + ("t" if p.transpose_b else "n")
+    return Route("splitk_nax", M, r.batch, "nax_splitk_rule", config=s.config,
+                 swizzle_log=s.swizzle_log, threadgroups=s.threadgroups,
+                 threads_per_threadgroup=s.threads_per_threadgroup,
+                 kernel_name=f"steel_gemm_splitk_nax_{code}_{p.dtype}_float32_bm{bm}_bn{bn}_bk{bk}_wm{wm}_wn{wn}",
+                 splitk=s)
+
+
+def _fused(r: Routing, nax: bool) -> Route | None:
+    p, M = r.p, r.M
+    if nax != r.nax:
+        return None
     if nax:
-        config = nax_config(device, M, N, K)
-        swizzle = nax_swizzle_log(cdiv(M, config.bm), device)
+        config = nax_config(r.device, M, p.N, p.K)
+        swizzle = nax_swizzle_log(cdiv(M, config.bm), r.device)
         rule = "nax_config"
     else:
-        config = regular_config(p.dtype, device, p.transpose_a, p.transpose_b, M, N, K, batch)
-        swizzle = regular_swizzle_log(cdiv(M, config.bm), device)
+        config = regular_config(p.dtype, r.device, p.transpose_a, p.transpose_b, M, p.N, p.K, r.batch)
+        swizzle = regular_swizzle_log(cdiv(M, config.bm), r.device)
         rule = "tile_macro"
-    groups, threads = fused_grid(M, N, batch, config, swizzle)
-    return Route("fused_nax" if nax else "fused", M, batch, rule, config=config, swizzle_log=swizzle,
+    groups, threads = fused_grid(M, p.N, r.batch, config, swizzle)
+    return Route("fused_nax" if nax else "fused", M, r.batch, rule, config=config, swizzle_log=swizzle,
                  threadgroups=groups, threads_per_threadgroup=threads,
                  kernel_name=fused_kernel_name(p.transpose_a, p.transpose_b, p.dtype, p.dtype, config, nax))
+
+
+#: The tests of ``Matmul::eval_gpu`` and ``steel_matmul_axpby``, in MLX's order: the first
+#: that holds picks the kernel. :func:`route` runs them; the flowchart on "How MLX picks a
+#: GEMM" (gemmglossary.figures.flow) draws them, so the drawing is this sequence.
+STEPS: tuple[Step, ...] = (
+    Step("dot_product", "M = N = 1, no batch, not complex?", ("dot_product",), "dot_product", _dot_product),
+    Step("gemv_wide", f"float16 or bfloat16 x @ W.T, 2 to {GEMV_WIDE_ROWS_PER_PASS * GEMV_WIDE_MAX_PASSES} rows "
+                      f"of x, generation {GEMV_WIDE_MIN_GENERATION} or later, K and strides multiples of 4?",
+         ("gemv_wide",), "gemv_wide_config", _gemv_wide),
+    Step("gemv", "M or N is 1? (gemv when the matrix's rows run along K, else gemv_t)", ("gemv", "gemv_t"),
+         "gemv_config", _gemv),
+    Step("splitk", f"no NAX, no batch, at most {SPLITK_MAX_TILES} 16×16 tiles of C ({SPLITK_MAX_TILES_SD} on "
+                   f"classes s, d), K ≥ {16 * SPLITK_MIN_K_STEPS} and K ≥ max(M, N)?",
+         ("splitk",), "splitk_rule", _splitk),
+    Step("splitk_nax", f"NAX, no batch, K ≥ {NAX_SPLITK_RATIO}·max(M, N), or K > {NAX_SPLITK_SMALL_RATIO}·max(M, N) "
+                       f"when max(M, N) ≤ {NAX_SPLITK_SMALL}?", ("splitk_nax",), "nax_splitk_rule", _nax_splitk),
+    Step("fused_nax", "NAX in use? (available, not complex, float32 only with TF32)", ("fused_nax",), "use_nax",
+         lambda r: _fused(r, nax=True)),
+    Step("fused", "everything else", ("fused",), "tile_macro", lambda r: _fused(r, nax=False)),
+)
+
+
+def decisions(p: Problem, device: Device, tf32: bool = TF32_DEFAULT) -> list[tuple[Step, Route | None]]:
+    """Each step MLX tries for ``p``, in order, with the Route of the one that takes it
+    (None for those that pass it on): the path through the flowchart."""
+    r = routing(p, device, tf32)
+    path = []
+    for step in STEPS:
+        taken = step.take(r)
+        path.append((step, taken))
+        if taken is not None:
+            return path
+    raise HostError(f"no routing step takes {p} on {device}: the last step must take every product")
+
+
+def route(p: Problem, device: Device, tf32: bool = TF32_DEFAULT) -> Route:
+    """The kernel MLX dispatches for ``p`` on ``device`` (``Matmul::eval_gpu``): the
+    first of :data:`STEPS` whose test holds."""
+    return decisions(p, device, tf32)[-1][1]
 
 
 def _splitk_name(p: Problem, acc: str, c: TileConfig, M: int, N: int, K: int) -> str:

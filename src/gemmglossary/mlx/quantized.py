@@ -3,7 +3,7 @@
 ``choose_kernel`` restates the routing of ``QuantizedMatmul::eval_gpu`` and the functions it
 calls (``qmm_splitk``, ``qmm``, ``dispatch_qmv``, ``qmv``, ``use_qmv_wide``,
 ``get_qmv_batch_limit``, ``qmv_fast_k_alignment``) in ``mlx/backend/metal/quantized.cpp``
-(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/quantized.cpp). In words,
+(:func:`rule_url` links each rule at the pinned tag). In words,
 for ``x @ Wᵀ`` (``transpose=True``, W stored N × K, the layout of a linear layer) with M rows
 of x:
 
@@ -24,13 +24,8 @@ output, then the sizes, then the batch shapes and strides only for a batch: MLX 
 those buffers unbound otherwise). The other kernels are named by ``choose_kernel`` but not
 planned here (see :data:`NOT_PLANNED`).
 
-Read from MLX 0.32.2-dev and checked against the 0.32.4 header. Where they differ: the
-header's ``affine_qmv_fast`` has a ``partial_rows`` template parameter (after ``batched``)
-that lets the last simdgroup stop at an output count that is not a multiple of 8, and its
-comments describe a K gate of "a multiple of 512"; the 0.32.2 host code knows neither. We
-follow the host code we can read: ``partial_rows`` stays false (its default) and the
-fast-path condition is the 0.32.2 one; for 4-bit weights both gates agree. The header's
-``affine_qmm_t_splitk`` writes float32 partial sums (0.32.2 wrote the input dtype).
+Read at the pinned tag (:data:`.matmul.MLX_TAG`), whose ``quantized.h`` the kernels compile.
+Its ``qmm_t_splitk`` writes the partial sums in the input dtype (the second pass adds them).
 """
 
 from __future__ import annotations
@@ -46,9 +41,9 @@ from .layout import broadcast_to, buffer_view, element_strides, is_row_contiguou
 
 SOURCE = "mlx_quantized.metal"
 
-#: The host file the rules restate, at the commit :mod:`.matmul` names (MLX_HOST_COMMIT).
+#: The host file the rules restate, at the tag :mod:`.matmul` names (MLX_TAG).
 HOST_PATH = "mlx/backend/metal/quantized.cpp"
-#: Lines of :data:`HOST_PATH` at that commit that each rule follows.
+#: Lines of :data:`HOST_PATH` at that tag that each rule follows.
 LINES = {
     "batch_limit": (85, 145),       # get_qmv_batch_limit: vector_limit
     "fast_alignment": (147, 149),   # qmv_fast_k_alignment: qmv_fast_block
@@ -57,10 +52,13 @@ LINES = {
     "qmv_fast_gate": (484, 484),
     "qmv_wide_gate": (537, 540),    # use_qmv_wide: affine from generation 15
     "qvm": (748, 812),
-    "qmm_nax_gate": (1039, 1042),
-    "qmm_splitk": (1120, 1155),     # the split and its fallback to qmm
-    "dispatch_qmv": (1739, 1780),   # qmv_quad, qmv_wide, qmv
-    "route": (1782, 1875),          # QuantizedMatmul::eval_gpu
+    "qmm_nax_gate": (1038, 1041),
+    "qmm_splitk": (1119, 1154),     # the split and its fallback to qmm
+    "dispatch_qmv": (1738, 1779),   # qmv_quad, qmv_wide, qmv
+    "route": (1781, 1874),          # QuantizedMatmul::eval_gpu
+    "fold_rows": (1798, 1800),      # a 2-D W and a row-contiguous x: every row of x is one of M
+    "vector_limit": (1803, 1803),   # the rows from which a matrix kernel runs (4 for x @ W)
+    "qvm_split": (1852, 1872),      # x @ W: qvm below K = 1024, else qvm_split_k
 }
 
 

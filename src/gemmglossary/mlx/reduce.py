@@ -6,16 +6,8 @@ Restates ``Reduce::eval_gpu`` and the dispatchers it calls in
 with ``row_reduce_small``/``_simple``/``_looped``, ``strided_reduce_general_dispatch`` with
 ``strided_reduce_small``/``_longcolumn``/``_looped``/``_2pass``, ``init_reduce``), with
 ``get_reduction_plan`` and ``shapes_without_reduction_axes`` of
-``mlx/backend/common/reduce.cpp`` and ``get_2d_grid_dims`` of ``mlx/backend/common/utils.cpp``:
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/reduce.cpp,
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/reduce.cpp. Read at the
-0.32.2-dev commit :mod:`.matmul` names and checked against the 0.32.4 wheel's headers, which
-differ in two kernels: ``col_reduce_looped`` and ``col_reduce_2pass`` take a
-``column_offset`` at buffer 11 (``col_reduce_2pass``'s ``out_size`` moves to buffer 12), added
-to the first column a threadgroup handles, and ``init_reduce`` indexes a two-dimensional grid
-(x + width · y). We infer that 0.32.4's host code splits very wide column ranges and very
-large outputs over several dispatches; for the sizes here we pass a column offset of 0 and a
-one-row grid, which makes the kernels compute what the 0.32.2 host's single dispatch did.
+``mlx/backend/common/reduce.cpp`` and ``get_2d_grid_dims`` of ``mlx/backend/common/utils.cpp``,
+read at the pinned tag (:data:`.matmul.MLX_TAG`), whose reduction headers the kernels compile.
 
 In words: reducing everything of a dense array is ``all_reduce`` (one threadgroup up to 4096
 values, else two passes through 128 or 4096 partial results). When the reduced elements
@@ -275,11 +267,11 @@ def _col_reduce(x, out, storage, op, p, axes):
     if total > 256 and out.size // 32 < 1024:
         partial = np.zeros((32, *out.shape), dtype=x.dtype)
         first = Launch(SOURCE, _name("col_reduce_2pass", op, x.dtype, n, (32, 32), large=large),
-                       {0: buffer_view(x), 1: partial.reshape(-1), **args, 11: _i64(0), 12: _u64(out.size // stride)},
+                       {0: buffer_view(x), 1: partial.reshape(-1), **args, 11: _u64(out.size // stride)},
                        (256, 1, 1), threads=(256 * -(-stride // 32), gx * 32, gy))
         return [first, _second_pass(partial, storage, op, 32, out.size)]
     return [Launch(SOURCE, _name("col_reduce_looped", op, x.dtype, n, (32, 32), large=large),
-                   {0: buffer_view(x), 1: storage, **args, 11: _i64(0)}, (256, 1, 1),
+                   {0: buffer_view(x), 1: storage, **args}, (256, 1, 1),
                    threads=(256 * -(-stride // 32), gx, gy))]
 
 
@@ -287,6 +279,6 @@ def _second_pass(partial, storage, op, blocks, out_size):
     """Sum (or ...) the ``blocks`` partial results of every output: a looped column reduction
     of the row-contiguous intermediate along its first axis."""
     args = {2: _u64(blocks), 3: _i64(out_size), 4: _vec32([]), 5: _vec64([]), 6: _i32(0),
-            7: _vec32([blocks]), 8: _vec64([out_size]), 9: _i32(1), 10: _u64(1), 11: _i64(0)}
+            7: _vec32([blocks]), 8: _vec64([out_size]), 9: _i32(1), 10: _u64(1)}
     return Launch(SOURCE, _name("col_reduce_looped", op, partial.dtype, 1, (32, 32), large=partial.size > INT32_MAX),
                   {0: partial.reshape(-1), 1: storage, **args}, (256, 1, 1), threads=(256 * -(-out_size // 32), 1, 1))

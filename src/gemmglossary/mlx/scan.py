@@ -2,10 +2,8 @@
 
 Restates ``scan_gpu_inplace`` and ``Scan::eval_gpu`` of ``mlx/backend/metal/scan.cpp``, the
 output types of the ops in ``mlx/ops.cpp`` (a sum of bool is int32) and
-``get_2d_grid_dims`` with a divisor (:func:`.layout.grid_2d`), read at
-MLX commit 846d17622, whose ``scan.h`` is the pinned 0.32.4 wheel's:
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/scan.cpp,
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/common/utils.cpp.
+``get_2d_grid_dims`` with a divisor (:func:`.layout.grid_2d`), read at the pinned tag
+(:data:`.matmul.MLX_TAG`), whose ``scan.h`` the kernels compile.
 
 An input MLX can scan in place (contiguous in memory, the axis not broadcast) is bound as
 it is; any other is copied row-contiguous first, as MLX copies it. An axis of unit stride

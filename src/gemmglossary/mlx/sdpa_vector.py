@@ -2,18 +2,14 @@
 
 Restates, for queries of at most 8 tokens, ``ScaledDotProductAttention::eval_gpu`` (its
 vector branch: which operands are copied, when the two-pass kernel is chosen),
-``sdpa_vector``, ``sdpa_vector_2pass`` and the checks of ``has_fused_kernel`` and
-``use_fallback`` in ``mlx/backend/metal/scaled_dot_product_attention.cpp``
-(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/scaled_dot_product_attention.cpp),
-and how ``mx.fast.scaled_dot_product_attention`` prepares the mask in ``mlx/fast.cpp``
-(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/fast.cpp): an array mask is broadcast
-to (B, n_q_heads, L, N), a non-boolean one cast to the query dtype.
+``sdpa_vector``, ``sdpa_vector_2pass`` and the checks of ``use_fallback`` in
+``mlx/backend/metal/scaled_dot_product_attention.cpp``, and how
+``mx.fast.scaled_dot_product_attention`` prepares the mask in ``mlx/fast.cpp``: an array
+mask is broadcast to (B, n_q_heads, L, N), a non-boolean one cast to the query dtype. Read at
+the pinned tag (:data:`.matmul.MLX_TAG`), whose ``sdpa_vector.h`` the kernels compile; the
+``MLX_SDPA_BLOCKS`` override of the two-pass block count is not modelled.
 
 The kernels are MLX's ``sdpa_vector.h``, instantiated in ``kernels/mlx_sdpa_vector.metal``.
-Read from the 0.32.2-dev source and checked against the 0.32.4 header, whose kernels take
-the same buffers and function constants; the header's two-pass kernel also folds the batch
-into its key/value head offset (``batch * n_kv_heads + kv_head``), which the host's head
-stride already assumes.
 """
 
 from __future__ import annotations
@@ -25,15 +21,13 @@ from .matmul import Device
 from .layout import broadcast_to, buffer_view, element_strides, is_row_contiguous
 
 SOURCE = "mlx_sdpa_vector.metal"
-#: (query head dim, value head dim) pairs the vector kernels are instantiated for in MLX.
-HEAD_DIMS = ((64, 64), (96, 96), (128, 128), (192, 128), (192, 192), (256, 256))
+#: (query head dim, value head dim) pairs of the vector kernels (``use_fallback``; MLX
+#: instantiates these).
+HEAD_DIMS = ((64, 64), (96, 96), (128, 128), (192, 128), (256, 256))
 #: The longest query (in tokens) that takes the vector kernels.
 MAX_QUERY_LENGTH = 8
 #: Function constant indices of sdpa_vector.h.
 HAS_MASK, QUERY_TRANSPOSED, DO_CAUSAL, BOOL_MASK, FLOAT_MASK, HAS_SINKS, BLOCKS = 20, 21, 22, 23, 24, 25, 26
-#: The two-pass GQA kernel's group size and heads per thread, as MLX instantiates it per head dim.
-GQA_GROUP = 8
-GQA_HEADS_PER_THREAD = {64: 8, 128: 4}
 
 
 def _i32(x):
@@ -52,8 +46,6 @@ def check_vector_kernel(q_shape, k_shape, v_shape) -> None:
         raise ValueError(f"query length {L} > {MAX_QUERY_LENGTH}: MLX uses the full attention kernel")
     if (D, V) not in HEAD_DIMS:
         raise ValueError(f"head dims ({D}, {V}): the vector kernels support {HEAD_DIMS}")
-    if D == V == 192:
-        raise ValueError("head dims (192, 192): MLX's use_fallback prefers the unfused path here")
     if L > N:
         raise ValueError(f"query length {L} is longer than the key sequence {N}")
     if n_q_heads % n_kv_heads:
@@ -182,8 +174,6 @@ def plan(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, mask=None
         return Plan([Launch(SOURCE, f"sdpa_vector_{tname}_{D}_{V}", buffers, (1024, 1, 1),
                             threadgroups=(B * n_q_heads, L, 1), function_constants=constants)], out)
 
-    gqa_kernel = (not has_mask and not do_causal and sinks is None and L == 1
-                  and n_q_heads == GQA_GROUP * n_kv_heads and D == V and D in GQA_HEADS_PER_THREAD and N >= 8192)
     blocks = blocks_for(device, N, gqa_factor * L)
     partials = np.zeros((B, n_q_heads, L, blocks, V), dtype=q.dtype)
     sums = np.zeros((B, n_q_heads, L, blocks), dtype=np.float32)
@@ -193,7 +183,7 @@ def plan(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: float, mask=None
                **mask_buffers(13)}
     if sinks is not None:
         buffers[18] = sinks
-    first = Launch(SOURCE, f"sdpa_vector_2pass_1{'_gqa' if gqa_kernel else ''}_{tname}_{D}_{V}", buffers,
+    first = Launch(SOURCE, f"sdpa_vector_2pass_1_{tname}_{D}_{V}", buffers,
                    (32, gqa_factor, L), threadgroups=(n_kv_heads, B, blocks),
                    function_constants={**constants, BLOCKS: blocks})
     second = Launch(SOURCE, f"sdpa_vector_2pass_2_{tname}_{V}",

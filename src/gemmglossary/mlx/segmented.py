@@ -5,10 +5,10 @@
 Restates ``mx.segmented_mm`` in ``mlx/ops.cpp`` (a and b 2-D, the output shape
 ``segments.shape[:-1] + (M, N)``, segments cast to uint32) and ``segmented_mm`` in
 ``mlx/backend/metal/matmul.cpp`` (the tile from MLX's GEMM tile rule, function constants
-199-201, the params, one threadgroup layer per segment):
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/ops.cpp,
-https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp (read at the
-0.32.2-dev commit :mod:`.matmul` names; the 0.32.4 header only widens two offsets to 64 bits).
+199-201, the params, one threadgroup layer per segment), read at the pinned tag
+(:data:`.matmul.MLX_TAG`). Its ``steel_gemm_segmented.h`` moves A and B to a segment's start
+in 32-bit ``int`` arithmetic (``k_start * lda``), so a segment starting past 2**31 elements
+into an operand would wrap.
 Segments are read in place when row-contiguous, or when both last strides are 1 (each
 segment starting where the previous one ends: a view of one array of boundaries); else
 copied. The NAX variant (M5) is not planned. Kernels: MLX's, instantiated in

@@ -1,11 +1,9 @@
 """Host side of MLX's softmax over the last axis: ``softmax_single_row`` and ``softmax_looped``.
 
-Restates ``Softmax::eval_gpu`` of ``mlx/backend/metal/softmax.cpp``
-(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/softmax.cpp) and the
+Restates ``Softmax::eval_gpu`` of ``mlx/backend/metal/softmax.cpp`` and the
 part of ``mx.softmax`` in ``mlx/ops.cpp`` that decides a softmax over the last axis is
 this primitive (other axes are computed from max, exp and sum ops, not restated here).
-Read at the MLX 0.32.2-dev commit :mod:`.matmul` names (the only host source here) and
-checked against the 0.32.4 wheel's ``softmax.h``, whose kernels are unchanged.
+Read at the pinned tag (:data:`.matmul.MLX_TAG`), whose ``softmax.h`` the kernels compile.
 
 Rows of up to :data:`LOOPED_LIMIT` values are read once: one threadgroup per row with just
 enough simdgroups for 4 values per thread (``block_softmax_*``). Longer rows take

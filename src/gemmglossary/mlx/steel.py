@@ -1,9 +1,9 @@
 """Host side of MLX's steel GEMM: what MLX computes before it dispatches ``gemm``.
 
 This follows ``steel_matmul_regular_axpby`` and its callers (``steel_matmul_axpby``,
-``check_transpose``, ``collapse_batches``) in ``mlx/backend/metal/matmul.cpp`` at the MLX
-commit :mod:`.matmul` restates (0.32.2-dev; the 0.32.4 wheel ships no host source), and
-the parameter structs of ``steel/gemm/params.h`` (pinned wheel). The kernel name, the
+``check_transpose``, ``collapse_batches``) in ``mlx/backend/metal/matmul.cpp`` at the pinned
+tag (:data:`.matmul.MLX_TAG`), and the parameter structs of that release's
+``steel/gemm/params.h``. The kernel name, the
 ``swizzle_log`` and the launch grid come from :mod:`.matmul`, which says them once. It
 is our own restatement of those rules for the emulator and the tests; the kernel itself
 is MLX's, compiled from ``kernels/steel_gemm.metal``.

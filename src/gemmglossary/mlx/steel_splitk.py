@@ -1,13 +1,12 @@
 """Host side of MLX's split-K GEMM: ``gemm_splitk`` and its accumulation kernels.
 
 For small outputs with a long K (see :func:`.matmul.takes_splitk`), MLX splits K into
-partitions, lets every (tile, partition) threadgroup write a float32 partial product into a
-``partitions × M × N`` buffer, and sums the partitions in a second kernel that also casts to
+partitions, lets every (tile, partition) threadgroup write a partial product into a
+``partitions × M × N`` buffer (float32, or complex64 for a complex64 product), and sums the partitions in a second kernel that also casts to
 the output type and, for ``addmm``, applies α·x + β·c. This module dispatches the two
-kernels as ``steel_gemm_splitk_axpby`` does in ``mlx/backend/metal/matmul.cpp``
-(https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/matmul.cpp; read at the
-0.32.2-dev commit :mod:`.matmul` names, and checked against the 0.32.4 wheel's
-``steel_gemm_splitk.h`` and ``params.h``, which match): the ``GEMMSpiltKParams`` struct,
+kernels as ``steel_gemm_splitk_axpby`` does in ``mlx/backend/metal/matmul.cpp`` at the pinned
+tag (:data:`.matmul.MLX_TAG`, whose ``steel_gemm_splitk.h`` and ``params.h`` the kernels
+compile): the ``GEMMSpiltKParams`` struct,
 buffers, grids and kernel names. Whether MLX splits, the tile, the number and size of the
 partitions and both grids are :func:`.matmul.route` and :func:`.matmul.splitk_plan`'s. The
 last partition also covers the K that does not divide evenly (whole 16-wide steps plus a
@@ -27,8 +26,14 @@ SOURCE = "mlx_steel_splitk.metal"
 
 
 
+def partial_dtype(dtype) -> np.dtype:
+    """The partial products' type: complex64 for a complex product, float32 for any other."""
+    return np.dtype(np.complex64) if np.dtype(dtype) == np.complex64 else np.dtype(np.float32)
+
+
 def accum_name(out_dtype, axpby: bool) -> str:
-    return f"steel_gemm_splitk_accum_{type_to_name(out_dtype)}_float32" + ("_axbpy" if axpby else "")
+    return (f"steel_gemm_splitk_accum_{type_to_name(out_dtype)}_{type_to_name(partial_dtype(out_dtype))}"
+            + ("_axbpy" if axpby else ""))
 
 
 def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
@@ -48,7 +53,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
         raise ValueError(f"MLX routes this {M}×{K} by {K}×{N} product to {route.kernel}, not split-K")
     s = route.splitk
 
-    partials = np.zeros((s.partitions, M, N), dtype=np.float32)
+    partials = np.zeros((s.partitions, M, N), dtype=partial_dtype(a.dtype))
     params = np.zeros((), dtype=GEMM_SPLITK_PARAMS)  # read from the pinned params.h
     for field, value in (("M", M), ("N", N), ("K", K), ("lda", lda), ("ldb", ldb), ("ldc", N),
                          ("tiles_n", s.threadgroups[0]), ("tiles_m", s.threadgroups[1]),
