@@ -34,6 +34,21 @@ def test_every_command_has_help(argv, capsys):
     (["bench", "emulator", "--sizes", "x"], "gemmglossary bench emulator: argument --sizes: expected comma-separated"),
     (["bench", "emulator", "--kernels", "mystery"], "unknown kernel(s) mystery"),
     (["vendor", "--nope"], "gemmglossary: unrecognized arguments: --nope"),
+    # issue 36: checked as `run` checks them, before anything is allocated
+    (["bench", "emulator", "--repeats", "0"], "argument --repeats: expected a positive integer, got '0'"),
+    (["bench", "emulator", "--sizes", "100000"], "size 100000: M=100000 N=100000 K=100000: A would have"),
+    (["bench", "emulator", "--sizes", "4096"], "above the emulator's limit"),
+    (["bench", "metal", "--repeats", "0"], "argument --repeats: expected a positive integer"),
+    (["bench", "metal", "--sizes", "100000"], "size 100000"),
+    (["bench", "suite", "--target", "nan"], "argument --target: expected a positive number of seconds"),
+    (["run", "kernels/matmul_tiled.metal", "--name", "matmul_tiled", "--alpha", "nan"],
+     "argument --alpha: expected a finite number, got 'nan'"),
+    (["run", "kernels/tiled_gemm.metal", "--name", "tiled_gemm", "--beta", "inf"], "argument --beta: expected a finite number"),
+    (["run", "kernels/matmul_tiled.metal", "--name", "matmul_tiled", "--seed", "-1"],
+     "argument --seed: expected an integer >= 0"),
+    (["run", "kernels/matmul_tiled.metal", "--name", "matmul_tiled", "--threads", "4294967296"],
+     "argument --threads: 4294967296 is above UINT32_MAX"),
+    (["run", "kernels", "--name", "matmul_tiled"], "kernels is a folder, not a kernel file"),
 ])
 def test_bad_input_is_one_line_on_stderr_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
@@ -57,3 +72,15 @@ def test_the_installed_script_is_the_tree():
     run = subprocess.run([sys.executable, "-m", "gemmglossary.cli", "excerpts", "nope"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "invalid choice: 'nope'" in run.stderr
+
+
+@pytest.mark.parametrize("argv", [["exercise", "list"], ["excerpts", "check"], ["exercise", "show", "scale_add"],
+                                  ["--help"], ["run", "--help"], ["vendor", "--check"]])
+def test_a_reader_that_leaves_is_no_error(argv):
+    """`gemmglossary ... | head -1`: the pipe closes before the command writes (issue 36)."""
+    proc = subprocess.Popen([sys.executable, "-m", "gemmglossary.cli", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read()
+    # 141 as a command killed by SIGPIPE (0 for --help: argparse drops what it cannot write)
+    assert proc.wait(timeout=300) in (0, 141) and err == "", err

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
+import signal
 import sys
+
+from .optional import MissingDependency
+from .settings import SettingError
 
 #: The modules that register a command, in the order ``--help`` lists them.
 COMMAND_MODULES = (
@@ -28,7 +33,10 @@ exit status:
   0  success
   1  the command ran and found a problem (a drifted excerpt, a kernel that fails its
      check or reports a diagnostic, a vendored file that differs from its pin)
-  2  bad input (unknown command, malformed option, missing file): one line on stderr
+  2  bad input (unknown command, malformed option, missing or unreadable file, an
+     environment variable it does not accept): one line on stderr, naming the file and
+     line or the argument and what was expected, never a traceback; nothing is written
+   130  interrupted (Ctrl-C); 141  the reader of the output went away (`| head`): quietly
 """
 
 
@@ -54,8 +62,8 @@ def subparser(subparsers, name: str, **kwargs) -> Parser:
 def build_parser() -> Parser:
     parser = Parser(
         prog="gemmglossary",
-        description="Tooling of the Metal GEMM Glossary: the MLX headers it quotes, the excerpt\n"
-                    "lock of its pages, and running its kernels.",
+        description="Tooling of the Metal GEMM Glossary: the upstream sources it quotes, the\n"
+                    "excerpt lock of its pages, and running its kernels.",
         epilog=EXIT_STATUS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -82,18 +90,47 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    if not argv:
-        parser.print_help(sys.stderr)
-        return 2
     try:
-        args = parser.parse_args(_join_negative_values(argv))
-    except UsageError as exc:
+        status = _run(argv)
+        sys.stdout.flush()  # here, so that a closed pipe is seen while it can still be handled
+        return status
+    except BrokenPipeError:
+        return _reader_left()
+    except KeyboardInterrupt:
+        print("gemmglossary: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: list[str]) -> int:
+    try:
+        parser = build_parser()
+        if not argv:
+            parser.print_help(sys.stderr)
+            return 2
+        try:
+            args = parser.parse_args(_join_negative_values(argv))
+        except SystemExit as exc:  # --help and --version print and "exit"
+            return int(exc.code or 0)
+        try:
+            return int(args.func(args) or 0)
+        except MissingDependency as exc:  # a site command on an install without the site: one line
+            print(f"gemmglossary {args.command}: {exc}", file=sys.stderr)
+            return 2
+    except UsageError as exc:  # the user's input: one line, never a traceback
         print(exc, file=sys.stderr)
         return 2
-    except SystemExit as exc:  # --help and --version print and "exit"
-        return int(exc.code or 0)
-    return int(args.func(args) or 0)
+    except SettingError as exc:
+        print(f"gemmglossary: {exc}", file=sys.stderr)
+        return 2
+
+
+def _reader_left() -> int:
+    """The reader of our output went away (``| head -1``): stop quietly, as a command killed
+    by SIGPIPE does (status 141), with nothing left to flush into the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 def run_command(name: str, argv: list[str] | None) -> int:

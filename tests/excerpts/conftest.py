@@ -96,7 +96,8 @@ def project(tmp_path, monkeypatch) -> Project:
 
 @pytest.fixture
 def with_mlx(project) -> Project:
-    """The project with the pinned MLX files materialized into its kernels/vendor/."""
+    """The project with the pinned upstream files (MLX's, llama.cpp's) materialized into its
+    kernels/vendor/."""
     shutil.copy(REPO / "kernels" / "vendor.toml", project.root / "kernels" / "vendor.toml")
     vendor.ensure()
     return project

@@ -244,6 +244,20 @@ def test_an_edited_vendored_file_is_reported_with_the_way_back(quotes_mlx, capsy
     assert "differs from its pin" in capsys.readouterr().out
 
 
+LLAMA_COMMON = "kernels/vendor/llama.cpp/ggml/src/ggml-common.h"
+
+
+def test_an_edited_llama_cpp_file_is_reported_as_vendored(with_mlx):
+    """llama.cpp's vendored files are checked against their pins exactly as MLX's."""
+    with_mlx.page("llama.md", f'# llama.cpp\n\n```metal\n--8<-- "{LLAMA_COMMON}:194:198"\n```\n')
+    assert update().ok
+    path = with_mlx.root / LLAMA_COMMON
+    path.write_text(path.read_text().replace("// delta\n", "// my edit\n", 1))
+    problem, msg = only(check(), "vendored")
+    assert msg.startswith(f"docs/llama.md:4: {LLAMA_COMMON} lines 194–198: differs from its pin in vendor.toml")
+    assert "llama.cpp's files are read, never edited here" in msg
+
+
 def test_check_on_a_fresh_clone_materializes_the_mlx_files(quotes_mlx, capsys):
     import shutil
 

@@ -10,6 +10,7 @@ import sys
 import pytest
 import yaml
 
+from gemmglossary import vendor
 from gemmglossary.excerpts.update import update
 
 from .conftest import REPO
@@ -26,12 +27,22 @@ MLX_PAGE = """\
 1.  The fragment is 8 by 8.
 """
 
+LLAMA_PAGE = """\
+# llama.cpp
+
+```metal annotate="196"
+--8<-- "kernels/vendor/llama.cpp/ggml/src/ggml-common.h:194:198"
+```
+
+1.  The block's one scale.
+"""
+
 
 @pytest.fixture
 def site(with_mlx):
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text())
     config["site_name"] = "Tiny"
-    config["nav"] = [{"Home": "index.md"}, {"MLX": "glossary/mlx.md"}]
+    config["nav"] = [{"Home": "index.md"}, {"MLX": "glossary/mlx.md"}, {"llama.cpp": "glossary/llama.md"}]
     # The repo's theme and Markdown extensions, with only this hook and no other plugin.
     config["hooks"] = ["docs/.hooks/excerpts.py"]
     config["plugins"] = ["search"]
@@ -40,6 +51,7 @@ def site(with_mlx):
     (with_mlx.root / "docs" / ".hooks").mkdir()
     shutil.copy(hook, with_mlx.root / "docs" / ".hooks" / "excerpts.py")
     with_mlx.page("glossary/mlx.md", MLX_PAGE)
+    with_mlx.page("glossary/llama.md", LLAMA_PAGE)
     assert update().ok
     return with_mlx
 
@@ -58,17 +70,26 @@ def test_strict_build_expands_excerpts(site):
     html = (site.root / "site" / "index.html").read_text()
     # Title, the file's own line numbers, the highlighted line, the annotation markers.
     assert '<span class="filename">kernels/add.metal · lines 5–11</span>' in html
-    assert 'href="#__codelineno-0-5"> 5</a>' in html and 'href="#__codelineno-0-11">11</a>' in html
+    assert '<a href="#__codelineno-0-5"><span class="linenos" data-linenos=" 5 "></span></a>' in html
+    assert '<a href="#__codelineno-0-11"><span class="linenos" data-linenos="11 "></span></a>' in html
     assert '<span class="c1">// input buffer (1)</span>' in html
     assert '<span class="c1">// (2)!</span>' in html
     assert '<span class="hll">' in html
     assert '<a class="excerpt-source" href="kernels/add.metal">kernels/add.metal, lines 5–11</a>' in html
     # The first-party kernel is published with the site, byte for byte.
     assert (site.root / "site" / "kernels" / "add.metal").read_text() == site.read("kernels/add.metal")
+    pins = vendor.load_pins()
     mlx = (site.root / "site" / "glossary" / "mlx" / "index.html").read_text()
-    assert ('href="https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/kernels/'
+    assert (f'href="https://github.com/ml-explore/mlx/blob/{pins.mlx.rev}/mlx/backend/metal/kernels/'
             'steel/gemm/mma.h#L32-L40"') in mlx
     assert "(1)" in mlx
+    # llama.cpp's files go through the same extension: locked, numbered, linked at the commit.
+    llama = (site.root / "site" / "glossary" / "llama" / "index.html").read_text()
+    commit = pins.source("llama_cpp").rev
+    assert (f'href="https://github.com/ggml-org/llama.cpp/blob/{commit}/ggml/src/ggml-common.h#L194-L198"'
+            in llama)
+    assert '<span class="filename">llama.cpp/ggml/src/ggml-common.h · lines 194–198</span>' in llama
+    assert "block_q4_0" in llama and "(1)" in llama
 
 
 def test_drifted_excerpt_fails_the_build_even_without_strict(site):
@@ -94,7 +115,7 @@ def test_missing_vendor_manifest_fails_clearly(site):
     shutil.rmtree(site.root / "kernels" / "vendor")
     run = build(site.root)
     assert run.returncode != 0
-    assert "the MLX files the pages quote" in run.stderr and "vendor.toml: missing" in run.stderr
+    assert "the upstream files the pages quote" in run.stderr and "vendor.toml: missing" in run.stderr
 
 
 def test_pages_left_out_of_the_build_do_not_fail_it(site):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gemmglossary import vendor
 from gemmglossary.docs_hooks.excerpts import ExcerptError, expand_page
 from gemmglossary.docs_hooks.page import PageRef
 from gemmglossary.excerpts.render import add_markers, comment_states
@@ -83,10 +84,22 @@ def test_expansion_keeps_indentation_and_other_attributes(project):
 def test_expansion_of_an_mlx_excerpt_links_upstream(with_mlx):
     page = '```metal\n--8<-- "kernels/vendor/mlx/backend/metal/kernels/steel/gemm/mma.h:32:40"\n```\n'
     out = render(page)
-    link = ("https://github.com/ml-explore/mlx/blob/v0.32.4/mlx/backend/metal/kernels/"
+    tag = vendor.load_pins().mlx.rev
+    link = (f"https://github.com/ml-explore/mlx/blob/{tag}/mlx/backend/metal/kernels/"
             "steel/gemm/mma.h#L32-L40")
-    assert f"Source: [mlx/backend/metal/kernels/steel/gemm/mma.h, lines 32–40 (MLX v0.32.4)]({link})" in out
+    assert f"Source: [mlx/backend/metal/kernels/steel/gemm/mma.h, lines 32–40 (MLX {tag})]({link})" in out
     assert 'title="mlx/backend/metal/kernels/steel/gemm/mma.h · lines 32–40" linenums="32"' in out
+
+
+def test_expansion_of_a_llama_cpp_excerpt_links_the_pinned_commit(with_mlx):
+    llama = vendor.load_pins().source("llama_cpp")
+    page = '```metal\n--8<-- "kernels/vendor/llama.cpp/ggml/src/ggml-common.h:194:198"\n```\n'
+    out = render(page)
+    link = f"https://github.com/ggml-org/llama.cpp/blob/{llama.rev}/ggml/src/ggml-common.h#L194-L198"
+    assert (f"Source: [llama.cpp/ggml/src/ggml-common.h, lines 194–198 (llama.cpp {llama.rev[:7]})]({link})"
+            in out)
+    assert 'title="llama.cpp/ggml/src/ggml-common.h · lines 194–198" linenums="194"' in out
+    assert "} block_q4_0;" in out
 
 
 def test_code_containing_fences_gets_a_longer_fence(project):

@@ -78,6 +78,8 @@ def test_show_prints_the_statement_and_hints(ws, capsys):
     out = capsys.readouterr().out
     assert "Hint: how many?:" in out and "???" not in out and "gemmglossary exercise check barriers" in out
     assert "Practises: Barriers." in out and "](" not in out
+    # its place in the sequence, as the page's fact computes it, not the fact's tag
+    assert f"\n{spec.place('barriers')}. Practises" in out and "{{" not in out
 
 
 def test_a_workspace_inside_the_repository_is_refused(monkeypatch, capsys):

@@ -21,7 +21,8 @@ OOB = ("kernel 'matmul_tiled': out-of-bounds access to 'C': element index 950 is
        "oob_reads='warn' lets such reads return 0)")
 UNINIT = ("kernel 'matmul_tiled': thread (0,0,0) [index 0, simdgroup 0 lane 0] reads threadgroup memory "
           "'tileB[1][0]' at /w/k.metal:57 in threadgroup (0,2,0) before any thread of the threadgroup wrote "
-          "it; threadgroup memory starts with undefined contents on a GPU (the emulator gives 0)")
+          "it; threadgroup memory starts with undefined contents on a GPU (the emulator fills it with 0xFF bytes: NaN as a float, -1 or the largest value as "
+          "an integer)")
 RETURNED = ("kernel 'matmul_tiled': threads 16-255 of threadgroup (0,2,0) returned before the "
             "threadgroup_barrier at /w/k.metal:54; Apple GPUs let returned threads skip barriers, but the "
             "Metal specification requires every thread to reach them (not portable)")

@@ -90,12 +90,19 @@ def test_page_has_statement_command_and_folded_solution(exercise):
     assert re.search(r'^\?\?\? success "Reference solution', text, re.M), "the solution is folded away"
 
 
-def test_nav_and_index_list_every_exercise():
-    mkdocs = (paths.project_root() / "mkdocs.yml").read_text(encoding="utf-8")
+def test_index_lists_every_exercise_and_the_sidebar_only_the_index():
+    """The sidebar is the learning path: it lists the exercises' index, whose table links
+    each exercise in order; the pages themselves are built without a sidebar entry
+    (mkdocs.yml's not_in_nav), each reached from its index and its entry (tests/browser)."""
+    import yaml
+
+    config = yaml.safe_load((paths.project_root() / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert {"Exercises": "exercises/index.md"} in config["nav"]
+    assert "/exercises/*.md" in config["not_in_nav"].split()
     index = (paths.docs_dir() / "exercises" / "index.md").read_text(encoding="utf-8")
     positions = []
     for e in EXERCISES:
-        assert f"exercises/{e.name}.md" in mkdocs, f"{e.name} is not in the nav"
+        assert f"exercises/{e.name}.md" not in str(config["nav"]), f"{e.name} is listed in the sidebar"
         positions.append(index.find(f"({e.name}.md)"))
         assert positions[-1] >= 0, f"docs/exercises/index.md does not link {e.name}"
     assert positions == sorted(positions), "the index lists the exercises in their order"

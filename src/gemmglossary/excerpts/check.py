@@ -4,7 +4,8 @@ Every problem names the page line of the excerpt line (``docs/<page>:<line>``), 
 and the range, and says what to do. :func:`check` is what ``gemmglossary excerpts check``,
 the tests and the mkdocs hook run.
 
-A quoted MLX file is first checked against its pin in ``kernels/vendor.toml``: an edited
+A quoted upstream file (MLX, llama.cpp: ``kernels/vendor/...``) is first checked against
+its pin in ``kernels/vendor.toml``: an edited
 copy is reported as such (``gemmglossary vendor`` restores it), never as an excerpt whose
 text changed, which would invite locking the edit.
 """
@@ -22,7 +23,7 @@ from . import transaction
 from .blocks import Block, StrayLine, parse_numbers, scan
 from .lock import LOCK_NAME, RESTORE, Entry, file_lines, hash_lines, line_hash, lock_path, read_lock
 
-VENDOR_PREFIX = "kernels/vendor/"
+VENDOR_PREFIX = vendor.VENDOR_PREFIX
 UPDATE = "run `gemmglossary excerpts update`"
 ACCEPT = "review the page, then `gemmglossary excerpts update --accept-changes`"
 
@@ -32,7 +33,8 @@ def span(start: int, end: int) -> str:
 
 
 def display_path(file: str) -> str:
-    """How a title names the file: MLX files by their upstream path."""
+    """How a title names the file: vendored files by their path under kernels/vendor/
+    (``mlx/backend/metal/kernels/...``, ``llama.cpp/ggml/src/...``)."""
     return file[len(VENDOR_PREFIX):] if file.startswith(VENDOR_PREFIX) else file
 
 
@@ -131,7 +133,8 @@ class FileCache:
         if not path.is_file():
             hint = ""
             if file.startswith(VENDOR_PREFIX):
-                hint = " (MLX files are materialized by `gemmglossary vendor`; is the file pinned in kernels/vendor.toml?)"
+                hint = (" (upstream files are materialized by `gemmglossary vendor`; is the file pinned in "
+                        "kernels/vendor.toml?)")
             return None, ("missing-file", f"missing file: no {file} in the repository{hint}")
         if file.startswith(VENDOR_PREFIX):
             try:

@@ -134,8 +134,19 @@ def write_lock(path: Path, entries: list[Entry]) -> bool:
     return True
 
 
+class CheckoutNotWritable(LockError):
+    """``excerpts update`` cannot write in this checkout (read-only, or not the user's)."""
+
+
 @contextlib.contextmanager
 def exclusive(root: Path):
     """Serialize concurrent ``excerpts update`` runs on one checkout."""
-    with file_lock.exclusive(root / ".cache" / "excerpts-update.lock"):
+    lock = root / ".cache" / "excerpts-update.lock"
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(file_lock.exclusive(lock))
+        except OSError as exc:
+            raise CheckoutNotWritable(
+                f"{lock.parent}: cannot write there ({exc.strerror}); `excerpts update` writes the pages and "
+                f"{LOCK_NAME}: run it in a checkout you can write (`excerpts check` only reads)") from None
         yield

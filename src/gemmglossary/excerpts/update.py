@@ -6,7 +6,9 @@
 - An excerpt that moved *and* changed is found by its surviving lines and re-anchored
   there, but not relocked, even with ``accept_changes``: the run shows the new range,
   the writer reviews it, and a later ``--accept-changes`` relocks it.
-- New excerpts are added to the lock; lock entries no page uses are dropped.
+- New excerpts are added to the lock; lock entries no page uses are dropped. An entry a
+  page still quotes is kept, whatever is wrong with it now: its file missing, edited or
+  unreadable, or a block of its page that cannot be parsed.
 - Changed text is relocked only with ``accept_changes`` (and listed). Without a lock
   file every excerpt would be "new": then nothing is locked without ``accept_changes``.
 
@@ -81,10 +83,19 @@ def _plan(report: Report, entries: list[Entry], pages: dict[str, str], accept_ch
     rewritten: dict[str, list[str]] = {}
     new_entries: dict[tuple, Entry] = {}
     moved_from: set[tuple] = set()
+    # The check compares with the lock only what it could read; an excerpt whose file is
+    # missing, edited or unreadable still uses its entry, which must survive until the file
+    # is back (else the file's return, changed, would be locked as "added").
+    locked = {e.key: e for e in entries}
+    # A page with a block that cannot be parsed (or an excerpt line out of its fence) may
+    # still quote any of its ranges: none of its entries is dropped until it is fixed.
+    unsure = {ex.page for ex in report.excerpts if ex.key is None}
+    unsure |= {q.page for q in report.problems if q.kind in ("stray", "malformed") and q.page is not None}
     for ex in report.excerpts:
-        key, old, b = ex.key, ex.locked, ex.block
+        key, b = ex.key, ex.block
         if key is None:
             continue
+        old = ex.locked or locked.get(key)
         if ex.new_range and old is not None:
             a, z = ex.new_range
             reanchor(rewritten.setdefault(ex.page, pages[ex.page].split("\n")), b, a, z)
@@ -121,6 +132,9 @@ def _plan(report: Report, entries: list[Entry], pages: dict[str, str], accept_ch
                                   "(review the page first)")
     for e in sorted(set(entries)):
         if e.key in new_entries or e.key in moved_from:
+            continue
+        if e.page in unsure:
+            new_entries[e.key] = e
             continue
         result.actions.append(f"dropped unused lock entry docs/{e.page}: {e.file} {span(e.start, e.end)}")
     return rewritten, new_entries

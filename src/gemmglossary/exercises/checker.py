@@ -108,13 +108,29 @@ def _attribute_problem(exercise: Exercise, kernel, defines: dict, backend: str) 
         "so the two cannot drift apart.")])
 
 
+def _read(path: Path) -> str:
+    """The learner's file as text; what it cannot be read as is bad input, one line."""
+    if path.is_dir():
+        raise CheckError(f"{path} is a folder; give the kernel file to check")
+    if not path.is_file():
+        raise CheckError(f"no such file: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CheckError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise CheckError(f"{path}: cannot be read ({exc.strerror})") from None
+    if not text.strip():
+        raise CheckError(f"{path} is empty: nothing to check (`gemmglossary exercise start NAME` copies the "
+                         "skeleton to start from)")
+    return text
+
+
 def check(exercise: Exercise, path, *, backend_name: str | None = None) -> Report:
     from ..runtime import BackendUnavailable, backend
 
     path = Path(path)
-    if not path.is_file():
-        raise CheckError(f"no such file: {path}")
-    text = path.read_text(encoding="utf-8")
+    text = _read(path)
     try:
         chosen = backend(backend_name)
     except BackendUnavailable as exc:

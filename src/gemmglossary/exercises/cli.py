@@ -14,6 +14,16 @@ import warnings
 from . import hints, spec, workspace
 from .checker import CheckError, check
 
+EPILOG = """\
+exit status of check: 0 solved; 1 a problem (the report says which); 2 bad input: an
+unknown exercise, a file that is missing, a folder, empty or not UTF-8, an exercises
+folder ($GEMMGLOSSARY_EXERCISES_DIR) that is a file, a status.json of the wrong shape
+(kept as it is: delete it to forget what was checked): one line on stderr.
+A check's outcome is recorded in status.json, except (said after the report, the exit
+status unchanged) for a file inside the repository, a failing check of another file than
+the one that solved the exercise, and a folder that cannot be written.
+"""
+
 STATES = {"solved": "solved", "failing": "failing", "changed": "changed", "unchecked": "started", "not started": "-"}
 
 
@@ -22,7 +32,7 @@ def register(subparsers) -> None:
     from ..cli import subparser
 
     p = subparser(subparsers, "exercise", help="exercises: write the kernel yourself, checked against numpy",
-                  epilog="exit status of check: 0 solved; 1 a problem (the report says which); 2 bad input")
+                  epilog=EPILOG)
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = subparser(sub, "list", help="every exercise, in order, and which you solved")
     ls.add_argument("--check", action="store_true", help="re-check every started exercise first")
@@ -41,9 +51,10 @@ def register(subparsers) -> None:
 
 
 def statement_text(exercise: spec.Exercise) -> str:
-    """The statement for a terminal: admonitions become labelled paragraphs, links their text."""
+    """The statement for a terminal: admonitions become labelled paragraphs, links their text,
+    the exercise's place in the sequence its value."""
     out = []
-    for line in exercise.statement().splitlines():
+    for line in spec.with_places(exercise.statement()).splitlines():
         m = re.match(r'^(\?\?\?\+?|!!!)\s+\w+\s+"([^"]*)"\s*$', line)
         if m:
             out.append(f"{m.group(2)}:")
@@ -60,11 +71,17 @@ def _check_one(exercise, path, backend) -> int:
         warnings.simplefilter("default")
         report = check(exercise, path, backend_name=backend)
     print(report.text())
+    _record(exercise, path, report)
+    return 0 if report.passed else 1
+
+
+def _record(exercise, path, report) -> None:
+    """Record a check's outcome, or say why it was not: a pass that cannot be recorded is
+    still a pass (exit 0), said, never a traceback after "Solved."."""
     try:
         workspace.record(exercise, path, report.passed, report.backend)
     except workspace.WorkspaceError as exc:
         print(f"(not recorded: {exc})")
-    return 0 if report.passed else 1
 
 
 def _run(args) -> int:
@@ -82,8 +99,7 @@ def run(args) -> int:
             if args.check:
                 mine = workspace.learner_file(e)
                 if mine is not None:
-                    report = check(e, mine)
-                    workspace.record(e, mine, report.passed, report.backend)
+                    _record(e, mine, check(e, mine))
             s = workspace.status(e)
             rows.append((e.name, STATES[s.state], e.title, ", ".join(e.entries)))
         width = max(len(r[0]) for r in rows)

@@ -32,6 +32,13 @@ class Mismatch:
     local: str | None = None  # where in their tiles the wrong elements are ("rows 16-31, all columns")
 
 
+def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per element: whether `a` holds exactly the bytes of `b` (NaN payloads included)."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(np.asarray(b, dtype=a.dtype))
+    n = a.dtype.itemsize
+    return (a.view(np.uint8).reshape(*a.shape, n) == b.view(np.uint8).reshape(*b.shape, n)).all(axis=-1)
+
+
 def reference(exercise: Exercise, launch: Launch) -> dict:
     scope = dict(launch.case.scope)
     scope.update(launch.originals)
@@ -112,7 +119,9 @@ def compare(exercise: Exercise, launch: Launch) -> list[Mismatch]:
         if not wrong.any():
             continue
         if buf.kind == "output" and buf.init == "nan":
-            unwritten, fill = wrong & np.isnan(got), "NaN"
+            # the NaN it started with, bit for bit: a NaN it computed (from threadgroup memory
+            # it never wrote, which the emulator fills with another NaN) was written
+            unwritten, fill = wrong & _same_bits(got_raw, launch.originals[name]), "NaN"
         else:  # a NaN it started with cannot be told from a NaN it computed: only equal values count
             unwritten, fill = wrong & (got == launch.originals[name]), "initial"
         first = tuple(int(i) for i in np.argwhere(wrong)[0])

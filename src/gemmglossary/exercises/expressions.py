@@ -15,11 +15,12 @@ import math
 import numpy as np
 
 from ..kernels import tolerance as gemm_tolerance
+from ..tiles import cdiv
 
 #: Functions every expression may call.
 FUNCTIONS = {
     "ceil": math.ceil, "floor": math.floor, "sqrt": math.sqrt, "min": min, "max": max, "abs": abs,
-    "cdiv": lambda a, b: -(-a // b), "int": int, "float": float,
+    "cdiv": cdiv, "int": int, "float": float,
     # gemmglossary.kernels.tolerance: the error accepted for a float32 GEMM of depth K
     "gemm_tolerance": gemm_tolerance,
 }

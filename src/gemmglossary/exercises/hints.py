@@ -248,7 +248,8 @@ def warning(f: facts_mod.Facts, source: Source, diagnostic) -> Problem:
     if f.warning == "uninitialized-read":
         p = Problem("warning", f"'{f.element}' is read at {source.where(f.site)} before any thread of "
                                f"threadgroup {_tuple(f.threadgroup or ())} wrote it")
-        p.lines.append("  On a GPU threadgroup memory starts with whatever was there; the emulator gives 0.")
+        p.lines.append("  On a GPU threadgroup memory starts with whatever was there; the emulator fills it with "
+                       "NaN, so what is computed from the unwritten elements is NaN.")
         p.lines.append(f"Hint: the cooperative load leaves part of '{f.memory}' unwritten. Every element of the "
                        "tile must be written on every step, by some thread: check the loop's start, bound and "
                        "stride (the stride is the number of threads), and write 0 where the matrix ends instead "

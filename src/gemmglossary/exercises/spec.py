@@ -16,6 +16,7 @@ raised as :class:`SpecError` naming the file and the key.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -400,6 +401,29 @@ def all_exercises(root: Path | None = None) -> list[Exercise]:
     base = root or exercises_dir()
     found = [load(p.parent) for p in sorted(base.glob("*/exercise.toml"))]
     return sorted(found, key=lambda e: (e.order, e.name))
+
+
+#: How a page names an exercise's place in the sequence: {{fact exercise name=NAME [field=F]}}.
+PLACE_FACT = re.compile(r"\{\{fact exercise name=(?P<name>\w+)(?: field=(?P<field>\w+))?\}\}")
+
+
+def place(name: str, field: str = "position", root: Path | None = None) -> str:
+    """Where exercise ``name`` stands among all of them, in order: "Exercise 3 of 14"
+    (``position``), its number (``number``) or how many there are (``count``). The pages say
+    it with the ``exercise`` fact; ``gemmglossary exercise show`` with :func:`with_places`."""
+    names = [e.name for e in all_exercises(root)]
+    if name not in names:
+        raise SpecError(f"no exercise {name!r}; there are {', '.join(names)}")
+    number = names.index(name) + 1
+    values = {"position": f"Exercise {number} of {len(names)}", "number": str(number), "count": str(len(names))}
+    if field not in values:
+        raise SpecError(f"field must be one of {', '.join(values)}, got {field!r}")
+    return values[field]
+
+
+def with_places(text: str, root: Path | None = None) -> str:
+    """``text`` with every exercise-place fact replaced by its value (for a terminal)."""
+    return PLACE_FACT.sub(lambda m: place(m["name"], m["field"] or "position", root), text)
 
 
 def find(name: str, root: Path | None = None) -> Exercise:
