@@ -46,6 +46,10 @@ def test_the_committed_suite_is_run_and_timed(tmp_path):
     if run.cpu.source == "/proc/stat":
         assert run.cpu.busy >= 0.7  # (the machine's: at least what the tests burned)
         assert run.cpu.busy + run.cpu.idle + run.cpu.iowait <= run.wall * run.cores * 1.2 + 1
+    assert run.suite_cpu >= 0.7  # the suite's own: at least what its tests burned
+    if run.cpu.source == "/proc/stat" and run.tree.source == "cgroup cpuacct":
+        assert run.suite_cpu <= run.cpu.busy + 0.5  # and part of the machine's
+    assert any(name.startswith("python") and seconds >= 0.3 for name, seconds in run.tree.by_program.items())
     spans = {s.file: s for s in run.spans}
     assert set(spans) == {"tests/test_a.py", "tests/test_b.py"}
     assert spans["tests/test_a.py"].seconds >= 0.9 and spans["tests/test_b.py"].seconds >= 0.7
@@ -55,6 +59,37 @@ def test_the_committed_suite_is_run_and_timed(tmp_path):
     text = out.getvalue()
     assert f"{run.wall / 10.0:.2f}× the target of 10 s" in text
     assert "tests/test_a.py" in text.split("longest test files")[1]
+    assert f"{run.suite_cpu:.1f} s" in text.split("CPU of the suite")[1].splitlines()[0]
+
+
+ORPHAN = textwrap.dedent("""\
+    import subprocess, sys
+
+    BURN = "import time\\nend = time.process_time() + 1.0\\nwhile time.process_time() < end: pass"
+
+    def test_leaves_a_process_burning():
+        # its own session, never waited for: as chromium outlives the driver that started it
+        subprocess.Popen([sys.executable, "-c", BURN], start_new_session=True)
+""")
+
+
+def test_the_suite_cpu_counts_what_its_tests_leave_running(tmp_path):
+    root = _project(tmp_path / "p", {"tests/test_a.py": ORPHAN})
+    run = suite.run_suite(root, ["-q", "-p", "no:cacheprovider"])
+    assert run.returncode == 0, run.summary
+    if run.tree.source != "cgroup cpuacct":
+        pytest.skip(f"no cgroup of its own here ({run.tree.source}): getrusage cannot see a process nobody waits for")
+    assert run.suite_cpu >= 1.0  # the orphan's second, though pytest ended before it
+
+
+def test_each_process_is_counted_under_its_program():
+    from gemmglossary.bench.process_cpu import program
+
+    assert program("cc1plus", ["/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", "-quiet"]).startswith("g++")
+    assert program("chromium", ["/usr/lib/chromium/chromium", "--type=renderer"]) == "chromium"
+    assert program("python3", ["python3", "-m", "ipykernel_launcher", "-f", "k.json"]) == "ipykernel (snippets)"
+    assert program("python3", ["python3", "-m", "mkdocs", "build"]) == "mkdocs build"
+    assert program("python3", ["python3", "-m", "pytest"]).startswith("python")
 
 
 def test_test_processes_record_and_the_xdist_controller_does_not(tmp_path):

@@ -56,3 +56,40 @@ def test_listed_excerpts_without_code_say_so():
     assert _executed(ExcerptCoverage("p", "f", 1, 2, (), (), {}, no_code="a comment")) == "no code"
     assert _executed(ExcerptCoverage("p", "f", 1, 2, (), (), {}, unmeasured="a macro")) == "not measured"
     assert _executed(ExcerptCoverage("p", "f", 1, 2, (), ())) == "0/0"
+
+
+def _damaged_report(tmp_path, monkeypatch, text: str):
+    """The report of the current sources, damaged; the cache in a folder of the test's."""
+    monkeypatch.setenv("GEMMGLOSSARY_CACHE_DIR", str(tmp_path / "cache"))
+    key = collect.inputs_key()
+    path = collect.report_path(key)
+    path.write_text(text)
+    return path
+
+
+def test_a_truncated_report_is_named_not_taken_for_none(tmp_path, monkeypatch, capsys):
+    report = fake_report(executed=True) | {"version": collect.VERSION, "modules": [], "key": "k"}
+    path = _damaged_report(tmp_path, monkeypatch, json.dumps(report)[:100])  # issue 36: cut short
+    assert main(["coverage", "--no-run"]) == 1
+    out = capsys.readouterr().out
+    assert f"the coverage report {path} cannot be read" in out and "no coverage report" not in out
+    assert out.count("\n") == 1
+
+
+def test_a_report_of_the_wrong_shape_is_damaged(tmp_path, monkeypatch):
+    import pytest
+
+    path = _damaged_report(tmp_path, monkeypatch, json.dumps({"version": collect.VERSION, "key": "x"}))
+    with pytest.raises(collect.ReportDamaged, match=f"{path} is damaged .*lines"):
+        collect.current(collect=False)
+
+
+def test_a_plain_run_says_it_makes_a_damaged_report_again(tmp_path, monkeypatch):
+    from gemmglossary.coverage import session
+
+    monkeypatch.setattr(session.Session, "active", classmethod(lambda cls: None))  # not the suite's own session
+    _damaged_report(tmp_path, monkeypatch, "{")
+    said = []
+    monkeypatch.setattr(collect, "run", lambda root, log=None: {"made": True})
+    assert collect.current(log=said.append) == {"made": True}
+    assert "cannot be read" in said[0] and said[0].endswith(": making it again")

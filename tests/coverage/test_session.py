@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from gemmglossary.coverage import collect, mode, session
+from gemmglossary.coverage import reports as report_store
 
 ENTRIES = ("tests/a_test.py", "tests/b_test.py::test_runs")
 TESTS = ["tests/a_test.py::test_one", "tests/a_test.py::test_two[x]",
@@ -49,7 +50,7 @@ def reports(monkeypatch):
         collect.report_path(key).write_text(json.dumps(report))
         made.append(report)
         return report
-    monkeypatch.setattr(collect, "save_report", save_report)
+    monkeypatch.setattr(report_store, "save_report", save_report)
     return made
 
 

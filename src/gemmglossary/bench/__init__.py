@@ -2,9 +2,12 @@
 
 ``bench emulator`` runs the first-party GEMM kernels on the CPU emulator at 128³, 256³
 and 512³ and prints emulated GFLOP/s next to numpy's matmul time measured in the same
-run (the ratio says how many times slower than numpy the emulation is), then MLX's decode
-kernels, qmv (4-bit) and gemv at 4096 × 4096, beside numpy's time for the same product
-(:mod:`gemmglossary.bench.matvec`). It measures the emulator, not a GPU. ``bench metal`` is
+run (the ratio says how many times slower than numpy the emulation is), the same launches
+with and without the device race check (what ``device_races=True`` costs), then MLX's decode
+kernels, qmv (4-bit), llama.cpp's q4_0 mul_mv and gemv at 4096 × 4096, beside numpy's time for
+the same product (:mod:`gemmglossary.bench.matvec`), and how long each of llama.cpp's vendored
+Metal files takes to compile whole into one library (:mod:`gemmglossary.bench.library_compile`).
+It measures the emulator, not a GPU. ``bench metal`` is
 delegated to :mod:`gemmglossary.bench.metal`, and ``bench suite`` (the test suite's time from
 a clean clone) to :mod:`gemmglossary.bench.suite`.
 """
@@ -83,24 +86,73 @@ def bench_emulator(sizes=SIZES, kernels=KERNELS, repeats: int = 3, race_check: b
     return rows
 
 
+def bench_device_races(sizes=SIZES, kernels=KERNELS, repeats: int = 3, out=sys.stdout) -> list:
+    """What the device race check costs: each GEMM launched with and without
+    ``device_races=True``, alternately, best of `repeats` each. With it the kernel runs an
+    instrumented build (every memory access checked) in one worker process instead of up
+    to two, so on two cores the ratio includes that factor."""
+    import numpy as np
+
+    rows = []
+    print(f"\n{'kernel':<14}{'size':>6}{'without':>12}{'device_races':>14}{'ratio':>9}", file=out)
+    for name in kernels:
+        run = _launcher(name)
+        for n in sizes:
+            rng = np.random.default_rng(n)
+            a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+            b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+            c = np.zeros((n, n), np.float32)
+            run(a, b, c, n, device_races=True)  # warm-up: compiles the instrumented build on first use
+            ok = bool(np.allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3))
+            best = {False: float("inf"), True: float("inf")}
+            for _ in range(repeats):
+                for checked in (False, True):
+                    t = time.perf_counter()
+                    run(a, b, c, n, device_races=checked)
+                    best[checked] = min(best[checked], time.perf_counter() - t)
+            ratio = best[True] / best[False]
+            rows.append((name, n, best[False], best[True], ratio, ok))
+            print(f"{name:<14}{n:>5}³{best[False] * 1e3:>10.1f}ms{best[True] * 1e3:>12.1f}ms{ratio:>8.1f}×"
+                  + ("" if ok else "  WRONG RESULT"), file=out, flush=True)
+    print("device_races=True checks every device access of the launch for races (docs/emulator.md); the "
+          "check is off by default because it costs this much", file=out)
+    return rows
+
+
 def bench_matvec(names, repeats: int = 3, race_check: bool = True, out=sys.stdout) -> list:
     from . import matvec
 
     rows = matvec.bench(names, repeats, race_check)
-    print(f"\n{'product':<22}{'MLX kernel':<48}{'emulated':>11}{'numpy':>11}{'ratio':>9}", file=out)
+    print(f"\n{'product':<26}{'kernel':<48}{'emulated':>11}{'numpy':>11}{'ratio':>9}", file=out)
     for label, kernel, t_emu, t_np, ok in rows:
         if t_emu is None:  # the emulator could not run it: t_np holds the reason
-            print(f"{label:<22}{kernel:<48}  not run: {t_np}", file=out, flush=True)
+            print(f"{label:<26}{kernel:<48}  not run: {t_np}", file=out, flush=True)
             continue
-        print(f"{label:<22}{kernel:<48}{t_emu * 1e3:>9.1f}ms{t_np * 1e3:>9.3f}ms{t_emu / t_np:>8.0f}×"
+        print(f"{label:<26}{kernel:<48}{t_emu * 1e3:>9.1f}ms{t_np * 1e3:>9.3f}ms{t_emu / t_np:>8.0f}×"
               + ("" if ok else "  WRONG RESULT"), file=out, flush=True)
-    print("numpy computes the same product in float32 (qmv: with the dequantized matrix)", file=out)
+    print("numpy computes the same product in float32 (the 4-bit rows: with the dequantized matrix)", file=out)
+    return rows
+
+
+def bench_library_compile(names, out=sys.stdout) -> list:
+    from . import library_compile
+
+    print(f"\n{'llama.cpp file':<16}{'kernels':>8}{'compile':>10}{'CPU':>9}", file=out)
+    rows = []
+    for name, kernels, wall, cpu in library_compile.measure(names):
+        ok = cpu < library_compile.TARGET_SECONDS
+        rows.append((name, kernels, wall, cpu, ok))
+        print(f"{name + '.metal':<16}{kernels:>8}{wall:>9.1f}s{cpu:>8.1f}s"
+              + ("" if ok else f"  above the {library_compile.TARGET_SECONDS:.0f} s target"), file=out, flush=True)
+    print("each file compiled whole into one library (load_library), in an empty cache; CPU: the seconds of "
+          "the rewriter and the compiler, which the machine's load does not stretch", file=out)
     return rows
 
 
 def register(subparsers) -> None:
     from ..cli import subparser
-    from . import metal, suite
+    from ..run import positive
+    from . import metal, serve, suite
 
     p = subparser(subparsers, "bench", help="benchmarks: `bench emulator`, `bench metal`, `bench suite`",
                   description="bench emulator: the first-party kernels on the CPU emulator, next to numpy's\n"
@@ -109,25 +161,29 @@ def register(subparsers) -> None:
                               "CPU from a clean clone, against its target.")
     sub = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     e = subparser(sub, "emulator", help="first-party kernels on the CPU emulator vs numpy's matmul")
-    e.add_argument("--sizes", default=",".join(map(str, SIZES)), type=_sizes, help="comma-separated square sizes")
+    e.add_argument("--sizes", default=",".join(map(str, SIZES)), type=emulator_sizes,
+                   help="comma-separated square sizes (at most 2048, the emulator's limit of `run`)")
     e.add_argument("--kernels", default=",".join(KERNELS), type=_kernels, help="comma-separated kernel names")
     e.add_argument("--matvec", default=",".join(_matvec_names()), type=_products,
-                   help="comma-separated decode products (qmv, gemv); empty for none")
-    e.add_argument("--repeats", type=int, default=3)
+                   help="comma-separated decode products (qmv, llama_q4_0, gemv); empty for none")
+    e.add_argument("--libraries", default=",".join(_library_names()), type=_libraries,
+                   help="comma-separated llama.cpp kernel files to compile whole (their compile time); empty for none")
+    e.add_argument("--repeats", type=positive, default=3, help="timed runs of each size (default 3)")
     e.add_argument("--no-race-check", action="store_true", help="skip the threadgroup-memory race check")
+    e.add_argument("--no-device-races", action="store_true",
+                   help="skip the table of what device_races=True (the device-memory race check) costs")
+    e.epilog = ("bad input (a size above the limits of `gemmglossary run`, a --repeats below 1, an unknown\n"
+                "kernel or product) is one line on stderr, exit 2, before anything runs")
     e.set_defaults(func=_run_emulator)
     metal.register(sub)
     suite.register(sub)
+    serve.register(sub)
 
 
-def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(s) for s in text.split(",") if s]
-    except ValueError:
-        sizes = []
-    if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive sizes, got {text!r}")
-    return sizes
+def emulator_sizes(text: str) -> list[int]:
+    from .sizes import square_sizes
+
+    return square_sizes(text, "emulator")
 
 
 def _kernels(text: str) -> list[str]:
@@ -155,10 +211,29 @@ def _products(text: str) -> list[str]:
     return names
 
 
+def _library_names() -> tuple[str, ...]:
+    from .library_compile import FILES
+
+    return FILES
+
+
+def _libraries(text: str) -> list[str]:
+    names = [k for k in text.split(",") if k]
+    unknown = [k for k in names if k not in _library_names()]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown llama.cpp file(s) {', '.join(unknown)}; "
+                                         f"known: {', '.join(_library_names())}")
+    return names
+
+
 def _run_emulator(a) -> int:
     rows = bench_emulator(a.sizes, a.kernels, a.repeats, not a.no_race_check)
+    if not a.no_device_races:
+        rows += bench_device_races(a.sizes, a.kernels, a.repeats)
     if a.matvec:
         rows += bench_matvec(a.matvec, a.repeats, not a.no_race_check)
+    if a.libraries:
+        rows += bench_library_compile(a.libraries)
     return 0 if all(r[-1] for r in rows) else 1
 
 

@@ -18,11 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+from ..optional import require
+
 SIZES = (1024, 2048, 4096)
 
 
 def _time_mlx(n: int, repeats: int) -> float:
-    import mlx.core as mx
+    mx = require("mlx.core", "gemmglossary bench metal (MLX's matmul, timed)")
 
     a = mx.random.uniform(-1, 1, (n, n), dtype=mx.float32)
     b = mx.random.uniform(-1, 1, (n, n), dtype=mx.float32)
@@ -47,7 +49,7 @@ def _time_kernel(spec, n: int, repeats: int) -> tuple[float, bool]:
 
 
 def plot(results: dict[str, dict[int, float]], out: Path) -> None:
-    import matplotlib
+    matplotlib = require("matplotlib", "gemmglossary bench metal's plot")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -70,12 +72,15 @@ def plot(results: dict[str, dict[int, float]], out: Path) -> None:
 
 def register(subparsers) -> None:
     from ..cli import subparser
+    from ..run import positive
+    from .sizes import square_sizes
 
     p = subparser(subparsers, "metal", help="TFLOPS of the first-party kernels vs mx.matmul (Apple GPU)",
                   description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="bench-metal.png", help="PNG plot path (default bench-metal.png)")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated square sizes")
+    p.add_argument("--repeats", type=positive, default=5, help="timed dispatches of each size (default 5)")
+    p.add_argument("--sizes", default=",".join(map(str, SIZES)), type=square_sizes,
+                   help="comma-separated square sizes (each within the limits of `run`)")
     p.set_defaults(func=run)
 
 
@@ -95,14 +100,14 @@ def run(args) -> int:
         print("Run it on an Apple Silicon Mac (`gemmglossary bench metal`); the emulator's speed says nothing about a GPU's.")
         return 0
 
-    import mlx.core as mx
+    mx = require("mlx.core", "gemmglossary bench metal (MLX's matmul, timed)")
 
     from ..kernels import KERNELS
 
     if not mx.metal.is_available():
         print("bench metal: mlx reports no Metal device (mx.metal.is_available() is False)", file=sys.stderr)
         return 1
-    sizes = [int(s) for s in args.sizes.split(",") if s]
+    sizes = args.sizes
     results: dict[str, dict[int, float]] = {"mx.matmul": {}}
     print(f"{'kernel':<22}" + "".join(f"{n:>12}" for n in sizes) + "   (TFLOPS, float32)")
     for spec in KERNELS.values():

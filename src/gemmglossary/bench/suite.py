@@ -9,9 +9,11 @@ clone's ``src`` goes first on PYTHONPATH, so the clone's own code is what runs.
 
 The suite is bound by CPU (both cores are busy for almost all of it), so the time a
 machine's cores allow it is ``CPU seconds / cores``: the bench prints that floor beside the
-wall time. The CPU is the machine's (``/proc/stat``), which counts chromium and every
-other process the tests leave running; the same code has used 7 to 10 CPU-minutes here,
-hour to hour, so compare runs made back to back.
+wall time. The CPU is the suite's own, every process it started and nobody else's
+(:mod:`.process_cpu`: a cgroup of its own where the kernel lets us make one), with where it
+went by program; the machine's (``/proc/stat``) is printed beside it, and what is left of
+that is other people's load, which slows the wall time but not the CPU. The same code has
+used 7 to 10 CPU-minutes here, day to day, so compare runs made back to back.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .process_cpu import SAMPLE_PERIOD, ProcessTreeCPU
 
 #: The suite's target on a machine with two cores, in seconds (issue #10).
 TARGET_SECONDS = 180.0
@@ -95,11 +99,16 @@ class SuiteRun:
     cores: int
     summary: str
     spans: list[FileSpan]
+    tree: ProcessTreeCPU = field(default_factory=ProcessTreeCPU)
+
+    @property
+    def suite_cpu(self) -> float:
+        return self.tree.busy
 
     @property
     def floor(self) -> float:
-        """The wall time these CPU seconds need on this machine's cores, at best."""
-        return self.cpu.busy / self.cores
+        """The wall time the suite's CPU seconds need on this machine's cores, at best."""
+        return self.suite_cpu / self.cores
 
 
 def clone(root: Path, into: Path) -> Path:
@@ -137,12 +146,13 @@ def run_suite(root: Path, pytest_args: list[str], *, warm_home: bool = False, ou
         env["PYTHONPATH"] = os.pathsep.join([str(checkout / "src"), *filter(None, [env.get("PYTHONPATH")])])
         env[TIMELINE_ENV] = str(timeline)
         args = [sys.executable, "-m", "pytest", "-p", "gemmglossary.bench.suite_timeline", *pytest_args]
-        cpu = MachineCPU()
+        cpu, tree = MachineCPU(), ProcessTreeCPU()
         before = os.times()
         cpu.start()
+        tree.start()
         t0 = time.monotonic()
         proc = subprocess.Popen(args, cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+                                text=True, preexec_fn=tree.join)
         summary = ""
         for line in proc.stdout:  # pytest's output as it comes, whole: a failure is all there
             print(line, end="", file=out, flush=True)
@@ -151,8 +161,10 @@ def run_suite(root: Path, pytest_args: list[str], *, warm_home: bool = False, ou
         returncode = proc.wait()
         wall = time.monotonic() - t0
         after = os.times()
-        cpu.stop(after.children_user + after.children_system - before.children_user - before.children_system)
-        return SuiteRun(returncode, wall, cpu, os.cpu_count() or 1, summary, read_spans(timeline))
+        children = after.children_user + after.children_system - before.children_user - before.children_system
+        cpu.stop(children)
+        tree.stop(children)
+        return SuiteRun(returncode, wall, cpu, os.cpu_count() or 1, summary, read_spans(timeline), tree)
 
 
 def read_spans(folder: Path) -> list[FileSpan]:
@@ -174,16 +186,46 @@ def report(run: SuiteRun, target: float = TARGET_SECONDS, top: int = 12, out=sys
     cpu = run.cpu
     print(f"pytest: {run.summary or 'no summary line'} (exit {run.returncode})", file=out)
     print(f"{'wall':<28}{run.wall:>9.1f} s   {run.wall / target:.2f}× the target of {target:.0f} s", file=out)
-    print(f"{'CPU (' + cpu.source + ')':<28}{cpu.busy:>9.1f} s   on {run.cores} cores: "
-          f"{cpu.busy / run.wall / run.cores:.0%} busy", file=out)
+    tree = run.tree
+    print(f"{'CPU of the suite':<28}{run.suite_cpu:>9.1f} s   ({tree.source}; "
+          f"{run.suite_cpu / run.wall / run.cores:.0%} of {run.cores} cores)", file=out)
     print(f"{'CPU / cores (the floor)':<28}{run.floor:>9.1f} s   {run.floor / target:.2f}× the target", file=out)
+    print(f"{'CPU of the machine':<28}{cpu.busy:>9.1f} s   ({cpu.source}; "
+          f"{cpu.busy / run.wall / run.cores:.0%} busy)", file=out)
     if cpu.source == "/proc/stat":
+        others = max(0.0, cpu.busy - run.suite_cpu) if tree.source == "cgroup cpuacct" else None
+        if others is not None:
+            print(f"{'  of it, other load':<28}{others:>9.1f} s   (what else ran meanwhile: it slows the wall "
+                  "time, not the suite's CPU)", file=out)
         print(f"{'idle, iowait':<28}{cpu.idle:>9.1f} s, {cpu.iowait:.1f} s (core-seconds)", file=out)
+    if tree.by_program:
+        sampled = sum(tree.by_program.values())
+        print(f"\nthe suite's CPU by program (sampled every {SAMPLE_PERIOD:g} s from /proc):", file=out)
+        for name, seconds in tree.by_program.items():
+            print(f"{seconds:>8.1f} s  {name}", file=out)
+        if tree.source == "cgroup cpuacct":
+            print(f"{max(0.0, run.suite_cpu - sampled):>8.1f} s  unsampled (processes shorter than a period)",
+                  file=out)
+    if tree.leftovers:
+        print(f"{tree.leftovers} processes of the suite were still running after it ended", file=out)
     if run.spans:
         t0 = min(s.start for s in run.spans)
         print("\nlongest test files (seconds on one test process, from its first test to its last):", file=out)
         for s in run.spans[:top]:
             print(f"{s.seconds:>8.1f} s  {s.worker:<5} {s.start - t0:>6.0f}–{s.end - t0:<6.0f} {s.file}", file=out)
+
+
+def _seconds(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def register(sub) -> None:
@@ -195,7 +237,7 @@ def register(sub) -> None:
                               "floor that CPU sets on this machine's cores, and the longest test files.\n"
                               "Arguments after -- go to pytest.")
     p.add_argument("--warm", action="store_true", help="keep HOME (and its caches) instead of an empty one")
-    p.add_argument("--target", type=float, default=TARGET_SECONDS, help="seconds (default: %(default)s)")
+    p.add_argument("--target", type=_seconds, default=TARGET_SECONDS, help="seconds (default: %(default)s)")
     p.add_argument("pytest_args", nargs="*", help="arguments for pytest (after --)")
     p.set_defaults(func=_run)
 

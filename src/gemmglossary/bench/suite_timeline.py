@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 from .suite import TIMELINE_ENV
+from .. import settings
 
 _started: dict[str, float] = {}
 _out = None
@@ -26,10 +26,10 @@ def pytest_configure(config):
 def _file():
     global _out
     if _out is None:
-        folder = os.environ.get(TIMELINE_ENV)
-        if not folder:
+        folder = settings.value(TIMELINE_ENV)
+        if folder is None:
             return None
-        _out = open(Path(folder) / f"{os.getpid()}.jsonl", "a", encoding="utf-8", buffering=1)
+        _out = open(folder / f"{os.getpid()}.jsonl", "a", encoding="utf-8", buffering=1)
     return _out
 
 

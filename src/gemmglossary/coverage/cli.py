@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..cli import run_command, subparser
-from . import collect
+from . import collect, gcov
 from .excerpts import all_excerpts
 from .exemptions import ExemptionError
 
@@ -17,7 +17,8 @@ def register(subparsers) -> None:
                   "the current sources, making it first (a coverage run: several minutes) if\n"
                   "there is none.")
     p.add_argument("--no-run", action="store_true",
-                   help="only read an existing report; exit 1 if the current sources have none")
+                   help="only read an existing report; exit 1 if the current sources have none, or if "
+                        "it is damaged (named; a plain `coverage` makes it again)")
     p.set_defaults(func=_coverage)
 
 
@@ -43,7 +44,7 @@ def missing_lines(rows) -> list[str]:
 def _coverage(args) -> int:
     try:
         report = collect.current(collect=not args.no_run, log=lambda m: print(m, file=sys.stderr))
-    except (collect.CoverageRunError, collect.gcov.GcovError) as exc:
+    except (collect.CoverageRunError, gcov.GcovError) as exc:
         print(f"gemmglossary coverage: {exc}")
         return 1
     if report is None:
@@ -59,8 +60,9 @@ def _coverage(args) -> int:
     executed = sum(len(r.executed) for r in rows)
     total = sum(r.executable for r in rows)
     print(f"\n{executed} of {total} executable lines in {len(rows)} excerpts executed "
-          f"(coverage run of {report['commit'][:12] or 'an unknown commit'}{' + local changes' if report['dirty'] else ''}, "
-          f"{report['seconds']} s: {report['pytest']})")
+          f"(coverage run of {str(report.get('commit') or '')[:12] or 'an unknown commit'}"
+          f"{' + local changes' if report.get('dirty') else ''}, {report.get('seconds', '?')} s: "
+          f"{report.get('pytest', '?')})")
     if missing:
         print("\n".join(["", *missing]))
         return 1

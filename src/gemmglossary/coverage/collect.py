@@ -10,9 +10,7 @@ collects (a file lock), the others wait and then read its report.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -22,9 +20,10 @@ from pathlib import Path
 
 from .. import paths
 from ..file_lock import exclusive
-from . import gcov, generated, mode, session
-
-VERSION = 1
+from . import mode, session
+# (what the readers of a report also find here: collect.load, collect.CoverageRunError...)
+from .reports import (VERSION, CoverageRunError, ReportDamaged, input_files, inputs_key,  # noqa: F401
+                      load, log_path, module_file, report_path, reports_dir, save_report)
 
 #: What a coverage run runs: the test modules that execute the first-party kernels, MLX's
 #: kernel families and the exercises the pages quote (tests/runtime/test_coverage.py names
@@ -54,37 +53,18 @@ MODULES = (
     "tests/emulator/test_tensor_ops.py",
     "tests/emulator/test_decode_kernels.py",
     "tests/runtime/test_load_kernel.py",
+    "tests/llama/test_llama_mul_mat.py",
+    "tests/llama/test_llama_rows.py",
 )
-
-
-def module_file(entry: str) -> str:
-    """The test file of a MODULES entry, or of a test's node id."""
-    return entry.split("::", 1)[0]
 
 
 #: How many pytest processes (xdist workers) share the modules: the run is mostly
 #: compiling, one process per core (the machine that runs CI has 2).
 JOBS = 2
 
-#: What the key hashes: every file below these (relative to the repository root), but
-#: those of IGNORED, which cannot change what a coverage run executes or counts (they
-#: read its report, or never run in it).
-INPUTS = ("kernels", "exercises", "snippets", "src/gemmglossary", "tests", "pyproject.toml")
-IGNORED = ("tests/coverage/test_counts.py", "tests/coverage/test_excerpts_executed.py",
-           "tests/coverage/test_report.py", "tests/coverage/test_site_marks.py", "tests/coverage/test_coverage_cli.py",
-           "tests/coverage/test_session.py",
-           "src/gemmglossary/docs_hooks/", "src/gemmglossary/coverage/site.py",
-           "src/gemmglossary/coverage/cli.py", "src/gemmglossary/coverage/excerpts.py",
-           "src/gemmglossary/coverage/exemptions.py")
-
-
 #: What a coverage run imports that the site's own dependencies do not bring (the test
 #: extra, ``pip install -e '.[test]'``), by module and the distribution that provides it.
 RUN_REQUIRES = {"pytest": "pytest", "xdist": "pytest-xdist"}
-
-
-class CoverageRunError(RuntimeError):
-    pass
 
 
 class CoverageUnavailable(RuntimeError):
@@ -102,49 +82,6 @@ def _require_run_dependencies() -> None:
         raise CoverageUnavailable(
             f"a coverage run needs {', '.join(missing)}, which {sys.executable} cannot import "
             "(they come with the test dependencies: pip install -e '.[test]')")
-
-
-def input_files(root: Path | None = None):
-    """(path relative to the root, path) of every file the key hashes, in a fixed order."""
-    root = root or paths.project_root()
-    for top in INPUTS:
-        p = root / top
-        files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
-        for f in files:
-            rel = f.relative_to(root).as_posix()
-            if "__pycache__" in rel or rel.endswith(".pyc") or rel.startswith(IGNORED):
-                continue
-            yield rel, f
-
-
-def inputs_key(root: Path | None = None) -> str:
-    h = hashlib.sha256(f"coverage-{VERSION}\0".encode())
-    for rel, f in input_files(root):
-        h.update(rel.encode() + b"\0")
-        h.update(hashlib.sha256(f.read_bytes()).digest())
-    return h.hexdigest()[:24]
-
-
-def reports_dir() -> Path:
-    d = Path(paths.cache_dir()) / "coverage"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def report_path(key: str) -> Path:
-    return reports_dir() / f"{key}.json"
-
-
-def log_path(key: str) -> Path:
-    """The output of the coverage run's tests (their durations included)."""
-    return reports_dir() / f"{key}.log"
-
-
-def _commit(root: Path) -> dict:
-    def git(*args):
-        r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else ""
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", *INPUTS))}
 
 
 def available(root: Path | None = None) -> bool:
@@ -194,42 +131,19 @@ def run(root: Path | None = None, modules=MODULES, log=None) -> dict:
         return save_report(root, key, modules, data, summary=summary, tests_seconds=tests_seconds)
 
 
-def save_report(root: Path, key: str, modules, data: Path, *, summary: str, tests_seconds: float) -> dict:
-    """Turn the counters a run of `modules` left in its data folder into the report of `key`,
-    saved where :func:`load` finds it (by a coverage run, or by a test session that measured
-    itself: gemmglossary.coverage.session)."""
-    t0 = time.monotonic()
-    counts = gcov.line_counts(mode.counters_dir(data), root, generated.Attribution(data, root))
-    report = {
-        "version": VERSION, "key": key, **_commit(root), "modules": list(modules),
-        "pytest": summary, "tests_seconds": round(tests_seconds, 1),
-        "seconds": round(tests_seconds + time.monotonic() - t0, 1),
-        "lines": {f: {str(n): c for n, c in sorted(lines.items())} for f, lines in sorted(counts.items())},
-    }
-    out = report_path(key)
-    tmpf = out.with_name(f".{out.name}.{os.getpid()}")
-    tmpf.write_text(json.dumps(report, indent=1) + "\n")
-    os.replace(tmpf, out)
-    return report
-
-
-def load(key: str) -> dict | None:
-    p = report_path(key)
-    if not p.is_file():
-        return None
-    try:
-        report = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return report if report.get("version") == VERSION and report.get("key") == key else None
-
-
 def current(root: Path | None = None, *, collect: bool = True, log=None) -> dict | None:
     """The report for the sources as they are now: read, or (`collect`) made by a coverage
     run, one process at a time. None when there is none and `collect` is false."""
     root = root or paths.project_root()
     key = inputs_key(root)
-    report = load(key)
+    try:
+        report = load(key)
+    except ReportDamaged as exc:
+        if not collect:
+            raise
+        if log:
+            log(f"{exc}: making it again")
+        report = None
     if report or not collect:
         return report
     if mode.enabled():
@@ -239,4 +153,8 @@ def current(root: Path | None = None, *, collect: bool = True, log=None) -> dict
         return measuring.wait()  # the test session under way is measuring these sources itself
     _require_run_dependencies()
     with exclusive(reports_dir() / ".lock"):
-        return load(key) or run(root, log=log)
+        try:
+            made = load(key)  # by another process while this one waited
+        except ReportDamaged:
+            made = None
+        return made or run(root, log=log)

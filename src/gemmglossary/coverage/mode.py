@@ -19,13 +19,15 @@ import os
 import re
 from pathlib import Path
 
+from .. import settings
+
 ENV = "GEMMGLOSSARY_COVERAGE"
 
 
 def data_dir() -> Path | None:
     """The coverage run's data folder, or None when coverage is off."""
-    value = os.environ.get(ENV, "").strip()
-    return Path(value).resolve() if value else None
+    value = settings.value(ENV)
+    return value.resolve() if value is not None else None
 
 
 def counters_dir(data: Path) -> Path:

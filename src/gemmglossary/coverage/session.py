@@ -11,7 +11,7 @@ report that a coverage run of the same sources would:
   the session's data folder. Every other test compiles as usual, optimized.
 - When a test ends, its process records it as done, with its outcome (:meth:`Session.done`).
   The process that records the last MODULES test turns the counters into the report of the
-  inputs' key (``collect.save_report``), or, when one of those tests failed, records why
+  inputs' key (``reports.save_report``), or, when one of those tests failed, records why
   there is none.
 - Meanwhile whatever asks for the report of that key (``collect.current``: the site build,
   the coverage checks) waits for it (:meth:`Session.wait`) instead of starting a coverage run.
@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 
 from ..file_lock import exclusive
-from . import mode
+from .. import settings
+from . import mode, reports
 
 ENV = "GEMMGLOSSARY_COVERAGE_SESSION"
 #: Seconds without a MODULES test recorded as done after which a wait gives up.
@@ -77,11 +78,9 @@ def missing_entries(entries, nodeids) -> list[str]:
 def why_not_measuring(config, entries, root: Path) -> str | None:
     """Why a pytest session with this `config` cannot measure the coverage itself (it would
     not run every test of `entries`, or is itself part of a coverage run), or None."""
-    from .collect import module_file
-
     if mode.enabled():
         return "it runs inside a coverage run"
-    if os.environ.get(ENV):
+    if settings.value(ENV) is not None:
         return "it runs inside a test session that measures coverage"
     option = config.option
     if getattr(option, "collectonly", False) or getattr(option, "setuponly", False) or getattr(option, "setupplan", False):
@@ -99,9 +98,9 @@ def why_not_measuring(config, entries, root: Path) -> str | None:
         return "tests are named one by one"
     bases = [(Path(config.invocation_params.dir) / a).resolve() for a in args]
     for entry in entries:
-        f = (root / module_file(entry)).resolve()
+        f = (root / reports.module_file(entry)).resolve()
         if not any(f == b or b in f.parents for b in bases):
-            return f"{module_file(entry)} is not among the tests this session runs"
+            return f"{reports.module_file(entry)} is not among the tests this session runs"
     return None
 
 
@@ -141,8 +140,6 @@ class Session:
     def start(cls, folder: Path, root: Path, entries, nodeids) -> "Session":
         """Set up the session in `folder` (its first process) or join it (the others, which
         must have collected the same MODULES tests), and name it in :data:`ENV`."""
-        from . import collect
-
         folder = Path(folder)
         tests = sorted(n for n in nodeids if entry_of(n, entries))
         missing = missing_entries(entries, tests)
@@ -155,7 +152,7 @@ class Session:
                 if meta["tests"] != tests:
                     raise SessionError(f"this process collected other coverage tests than the session in {folder}")
             else:
-                meta = {"key": collect.inputs_key(root), "root": str(root), "modules": list(entries),
+                meta = {"key": reports.inputs_key(root), "root": str(root), "modules": list(entries),
                         "tests": tests, "started": time.time()}
                 folder.mkdir(parents=True, exist_ok=True)
                 tmp = folder / f".session.{os.getpid()}"
@@ -169,10 +166,10 @@ class Session:
     @classmethod
     def active(cls) -> "Session | None":
         """The measuring session this process belongs to, if any."""
-        value = os.environ.get(ENV, "").strip()
-        if not value or not (Path(value) / "session.json").is_file():
+        value = settings.value(ENV)
+        if value is None or not (value / "session.json").is_file():
             return None
-        return cls(Path(value))
+        return cls(value)
 
     def measures(self, nodeid: str) -> bool:
         return entry_of(nodeid, self.meta["modules"]) is not None
@@ -209,8 +206,6 @@ class Session:
         return out
 
     def _finish_if_complete(self) -> None:
-        from . import collect
-
         if sum(1 for _ in self._done_dir.glob("*.json")) < len(self.meta["tests"]):
             return  # (cheap: the records are read only once there are enough of them)
         with exclusive(self.folder / ".lock"):
@@ -226,7 +221,7 @@ class Session:
                 root = Path(self.meta["root"])
                 seconds = time.time() - self.meta["started"]
                 try:
-                    collect.save_report(root, self.key, self.meta["modules"], self.data,
+                    reports.save_report(root, self.key, self.meta["modules"], self.data,
                                         summary=f"{len(self.meta['tests'])} tests, measured by the test session",
                                         tests_seconds=seconds)
                     result = {"report": self.key}
@@ -237,9 +232,7 @@ class Session:
             os.replace(tmp, self._result)
 
     def _stall_error(self, stall: float, left: int):
-        from . import collect
-
-        return collect.CoverageRunError(
+        return reports.CoverageRunError(
             f"waited {stall:g} s for the test session's coverage tests, and none of the {left} "
             f"coverage tests still to run ended meanwhile (a test process died, or the session "
             f"was stopped early); session folder: {self.folder}")
@@ -259,22 +252,20 @@ class Session:
 
     def wait(self, stall: float = STALL) -> dict:
         """The session's report, once its last MODULES test has ended."""
-        from . import collect
-
         stalled = _Stall(stall)
         while True:
             if self._result.is_file():
                 result = json.loads(self._result.read_text())
                 if "report" in result:
-                    report = collect.load(self.key)
+                    report = reports.load(self.key)
                     if report is None:
-                        raise collect.CoverageRunError(f"the test session's coverage report {collect.report_path(self.key)} "
+                        raise reports.CoverageRunError(f"the test session's coverage report {reports.report_path(self.key)} "
                                                        "is missing or unreadable")
                     return report
                 if "error" in result:
-                    raise collect.CoverageRunError(f"the test session could not make its coverage report: {result['error']}")
+                    raise reports.CoverageRunError(f"the test session could not make its coverage report: {result['error']}")
                 failed = result["failed"]
-                raise collect.CoverageRunError(
+                raise reports.CoverageRunError(
                     f"this test session measures the coverage of the quoted kernels itself, and "
                     f"{len(failed)} of the tests that execute them failed, so there is no report: "
                     + ", ".join(failed[:10]) + (" ..." if len(failed) > 10 else ""))

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import html
 import logging
-import os
 import re
 
 from . import collect
+from .. import paths, settings
 from .excerpts import all_excerpts
 from .exemptions import ExemptionError
 from .gcov import GcovError
@@ -32,6 +32,23 @@ SECTION = "emulator.md#line-coverage"  # the docs/emulator.md section that expla
 UNEXECUTED_CLASS = "excerpt-unexecuted"
 
 
+#: Whether a build may start a coverage run when there is no report (minutes). Not under
+#: ``mkdocs serve`` (:func:`serving`): its pages come first; they show the report once
+#: ``pytest`` or ``gemmglossary coverage`` has made it.
+may_run = True
+SERVE_NOTE = ("not measured yet (mkdocs serve starts no coverage run: `pytest` or `gemmglossary coverage` "
+              "makes the report, and the served pages then show it)")
+
+
+def serving(config) -> None:
+    """Under ``mkdocs serve``: no coverage run, and a rebuild when a report appears."""
+    global may_run
+    may_run = False
+    folder = str(collect.reports_dir())
+    if folder not in config["watch"]:
+        config["watch"].append(folder)
+
+
 class SiteCoverage:
     """The coverage of this build's excerpts, by (page, file, start, end)."""
 
@@ -41,18 +58,20 @@ class SiteCoverage:
 
     @classmethod
     def for_build(cls, log=None) -> "SiteCoverage":
-        if os.environ.get(ENV, "").strip().lower() == "off":
+        if settings.value(ENV) == "off":
             return cls(None, f"not measured in this build ({ENV}=off)")
         if not collect.available():
             return cls(None)
         try:
-            report = collect.current(log=log)
+            report = collect.current(collect=may_run, log=log)
         except collect.CoverageUnavailable as exc:
-            # `pip install -e . && mkdocs serve` (the README's first line) has no test
+            # `pip install -e '.[site]' && mkdocs serve` (the README's first line) has no test
             # runner. The site is still built (mkdocs.yml is strict, so a warning would stop
             # it): the log says why once, and every excerpt says it was not measured.
             _log.info("line coverage of the excerpts is not shown: %s", exc)
             return cls(None, "not measured in this build (the test dependencies are not installed)")
+        if report is None:
+            return cls(None, SERVE_NOTE)
         return cls({(r.page, r.file, r.start, r.end): r for r in all_excerpts(report)})
 
     def note(self, page: str, file: str, start: int, end: int, href_to_docs: str) -> str:
@@ -75,8 +94,9 @@ _memo: dict = {}
 
 def _fingerprint() -> tuple:
     """A cheap stand-in for the inputs' key (the sizes and times of the files it hashes), so
-    that each excerpt does not hash the sources again; any change to them gives a new one."""
-    out = [str(collect.paths.project_root()), os.environ.get(ENV, "")]
+    that each excerpt does not hash the sources again; any change to them gives a new one,
+    as does a report saved meanwhile (the reports' folder changed)."""
+    out = [str(paths.project_root()), settings.value(ENV), collect.reports_dir().stat().st_mtime_ns]
     for rel, f in collect.input_files():
         st = f.stat()
         out.append((rel, st.st_size, st.st_mtime_ns))
