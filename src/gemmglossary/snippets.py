@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .file_lock import atomic_write
+from . import settings
 from .paths import cache_dir, kernels_dir, project_root
 
 
@@ -129,7 +130,7 @@ def show_figure(fig, alt: str, *, dpi: int = 110) -> None:
 
     plt.close(fig)
 
-    folder = os.environ.get("GEMMGLOSSARY_FIGURES")
+    folder = settings.value("GEMMGLOSSARY_FIGURES")
     if folder:
         slug = re.sub(r"[^a-z0-9]+", "-", alt.lower()).strip("-")[:60] or "figure"
         Path(folder).mkdir(parents=True, exist_ok=True)

@@ -107,3 +107,13 @@ def qmv(N: int, K: int, bits: int = 4, group_size: int = 64, dtype: str = "float
     size = _itemsize(dtype)
     packed = N * K * bits // 8
     return Traffic(2 * N * K, packed + 2 * N * (K // group_size) * size + (K + N) * size)
+
+
+def tiled_gemm(M: int, N: int, K: int, BM: int, BN: int, dtype: str = "float32") -> Traffic:
+    """C = A B by a kernel whose threadgroups each own a BM x BN tile of C and read their
+    whole panels of A (BM x K) and B (K x BN) from device memory, with no help from a cache:
+    A is read once per column of tiles, B once per row of tiles, C written once. The bytes
+    fall as the tile grows, which is why a bigger tile raises the arithmetic intensity."""
+    _positive(M=M, N=N, K=K, BM=BM, BN=BN)
+    tiles_n, tiles_m = -(-N // BN), -(-M // BM)
+    return Traffic(2 * M * N * K, (M * K * tiles_n + K * N * tiles_m + M * N) * _itemsize(dtype))

@@ -1,7 +1,7 @@
 """The facts of the decode-path pages: gemv blocks, the quantized routing, bytes per FLOP.
 
 The values below are worked out by hand: from matmul.cpp's gemv_axbpy and quantized.cpp's
-QuantizedMatmul::eval_gpu at the host commit (the routing itself is tested in
+QuantizedMatmul::eval_gpu at the pinned MLX tag (the routing itself is tested in
 tests/mlx/test_quantized.py and tests/mlx/test_matmul.py), and from the arithmetic of
 gemmglossary.traffic, which is checked here against the operands' sizes.
 """
@@ -77,7 +77,7 @@ def test_decode_fact_values(body, value):
 
 
 @pytest.mark.parametrize("body,message", [
-    ("mlx.gemv K=0 outputs=4", "K must be at least 1"),
+    ("mlx.gemv K=0 outputs=4", "argument K= must be 1 to 2147483647, got 0"),
     ("mlx.qkernel M=1 N=64 K=64 bits=7", "bits must be 2, 3, 4, 5, 6 or 8 and group_size 32, 64 or 128"),
     ("mlx.qformat bits=7", "got bits=7"),
     ("mlx.qurl rule=nope", "rule must be one of"),
@@ -122,13 +122,15 @@ def test_machine_figures_are_in_the_lines_they_cite():
         assert text in "\n".join(readme[a - 1:b]), field
 
 
-#: The first line of each rule of quantized.py's LINES, at the host commit.
+#: The first line of each rule of quantized.py's LINES, at the pinned tag.
 RULE_STARTS = {
     "batch_limit": "inline int get_qmv_batch_limit(", "fast_alignment": "inline int qmv_fast_k_alignment(",
     "qmv_quad": "void qmv_quad(", "qmv": "void qmv(", "qmv_fast_gate": "bool fast = N % bn == 0",
     "qmv_wide_gate": "// affine qmv_wide only beats qmv on gen-15+", "qvm": "void qvm(",
     "qmm_nax_gate": "bool has_nax_kernel =", "qmm_splitk": "void qmm_splitk(", "dispatch_qmv": "void dispatch_qmv(",
-    "route": "void QuantizedMatmul::eval_gpu(",
+    "route": "void QuantizedMatmul::eval_gpu(", "fold_rows": "bool non_batched = w.ndim() == 2",
+    "vector_limit": "int vector_limit = transpose_ ? get_qmv_batch_limit(K, N, d) : 4;",
+    "qvm_split": "if (K < 1024) {",
 }
 
 
@@ -136,12 +138,12 @@ def test_quantized_rule_lines_are_ordered_ranges():
     assert set(mq.LINES) == set(RULE_STARTS)
     for name, (start, end) in mq.LINES.items():
         assert 0 < start <= end, name
-    assert mq.rule_url("qmv").endswith(f"/{mm.MLX_HOST_COMMIT}/mlx/backend/metal/quantized.cpp#L461-L535")
+    assert mq.rule_url("qmv").endswith(f"/{mm.MLX_TAG}/mlx/backend/metal/quantized.cpp#L461-L535")
 
 
 @pytest.mark.skipif(not MIRROR.exists(), reason="no MLX source mirror here (the lines were read from it)")
 def test_quantized_rule_lines_start_where_they_say():
-    text = subprocess.run(["git", "-C", str(MIRROR), "show", f"{mm.MLX_HOST_COMMIT}:{mq.HOST_PATH}"],
+    text = subprocess.run(["git", "-C", str(MIRROR), "show", f"{mm.MLX_TAG}:{mq.HOST_PATH}"],
                           capture_output=True, text=True, check=True).stdout.split("\n")
     for name, (start, end) in mq.LINES.items():
         assert RULE_STARTS[name] in text[start - 1], (name, text[start - 1])

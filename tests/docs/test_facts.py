@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
     ("mlx.tile", "64×64×16"),
     ("mlx.tile field=block", "4×4"),
     ("mlx.tile field=threadgroup", "(32, 2, 2)"),
-    ("mlx.tile device=d M=256 N=256 K=256 field=label", "64×32×32, 2×2 simdgroups"),
+    ("mlx.tile device=d M=512 N=512 K=256 field=label", "64×32×32, 2×2 simdgroups"),
     ("mlx.tile dtype=complex64 tb=true field=simdgroups", "4×1"),
     ("mlx.nax_tile device=s M=4096 N=4096 K=4096", "64×128×256"),
     ("mlx.route M=4096 N=4096 K=4096 gen=17 field=threads", "512"),
@@ -40,15 +40,34 @@ REPO = Path(__file__).resolve().parents[2]
     ("mlx.loader config=32x32x16x2x2 field=n_reads", "4"),
     ("mlx.loader field=bytes", "32"),
     ("mlx.threadgroup_memory unit=KiB", "9.25"),
-    ("mlx.host field=version", "0.32.2-dev"),
+    ("mlx.host field=version", mm.MLX_VERSION),
+    ("mlx.tile M=64 N=64 K=4096 routed=false field=ctile", "64×64"),
+    ("mlx.nax_tile device=s M=4096 N=4096 K=10000 field=bk", "64"),
+    ("mlx.host", f"v{mm.MLX_VERSION}"),
+    ("llama.pins", "0c1e57098bba43ac29e6e3b677cdceebdd22334f"),
     ("mlx.const name=large_matmul", "2^20"),
     ("mlx.const name=splitk_min_k", "128"),
     ("mlx.const name=gemv_wide_max_rows", "15"),
     ("mlx.url rule=tile_macro", mm.source_url(90, 171)),
     ("mlx.url path=mlx/utils.h start=214 end=217", mm.source_url(214, 217, path="mlx/utils.h")),
+    ("emulator.tg_fill", "0xFF"),
+    ("emulator.tg_fill as_type=bfloat", "NaN"),
+    ("emulator.tg_fill as_type=half", "NaN"),
+    ("emulator.tg_fill as_type=int", "-1"),
+    ("emulator.tg_fill as_type=uchar", "255"),
 ])
 def test_fact_values(body, value):
     assert facts.evaluate(body) == value
+
+
+def test_an_exercise_s_position_counts_every_exercise_in_order():
+    count = len(list((REPO / "exercises").glob("*/exercise.toml")))
+    assert count >= 14
+    assert facts.evaluate("exercise name=scale_add") == f"Exercise 1 of {count}"
+    assert facts.evaluate("exercise name=simdgroup_reductions field=number") == str(count)
+    assert facts.evaluate("exercise name=barriers field=count") == str(count)
+    with pytest.raises(facts.FactError, match="no exercise 'nope'; there are scale_add, cooperative_load"):
+        facts.evaluate("exercise name=nope")
 
 
 def test_every_registered_fact_has_a_value_with_its_defaults_or_needs_arguments():
@@ -71,8 +90,11 @@ def test_every_registered_fact_has_a_value_with_its_defaults_or_needs_arguments(
     ("mlx.tile M", "'M' is not key=value"),
     ("mlx.route M=4", "needs N=, K="),
     ("mlx.tile dtype=int8", "dtype must be one of"),
-    ("mlx.tile M=0", "M must be at least 1"),
+    ("mlx.tile M=0", "argument M= must be 1 to 2147483647, got 0"),
     ("mlx.route M=1 N=1 K=8 field=tile", "goes to dot_product"),
+    # a tile shown for a product that never uses it (issue #32, 3 and 15)
+    ("mlx.tile M=256 N=256 K=256", "to splitk, not to the fused kernel"),
+    ("mlx.nax_tile device=s M=256 N=256 K=16384", "to splitk_nax, not to the NAX fused kernel"),
     ("mlx.url rule=nope", "rule must be one of"),
     ("mlx.loader config=64x64", "config must be BMxBNxBKxWMxWN"),
 ])
@@ -117,7 +139,7 @@ def test_an_error_names_the_page_and_its_own_line(tmp_path):
     source = "---\ntitle: x\n---\n\n# Page\n\nFirst {{fact mlx.tile}}.\n\nThen {{fact mlx.tile M=none}}.\n"
     page.write_text(source)
     seen_by_markdown = "# Page\n\nan excerpt\nof three\nlines\n\nFirst {{fact mlx.tile}}.\n\nThen {{fact mlx.tile M=none}}.\n"
-    with pytest.raises(facts.FactError, match=r"^docs/page\.md:9: argument M= must be an integer"):
+    with pytest.raises(facts.FactError, match=r"^docs/page\.md:9: fact mlx.tile: argument M= must be an integer"):
         convert(seen_by_markdown, page)
 
 
@@ -145,7 +167,8 @@ def test_mkdocs_build_expands_facts_and_fails_on_a_bad_one(tmp_path):
     (tmp_path / "docs" / "bad.md").write_text("---\nsearch:\n  boost: 2\n---\n# Bad\n\n{{fact mlx.tile field=nope}}\n")
     run = build()
     assert run.returncode != 0
-    assert "docs/bad.md:7: argument field= must be one of" in run.stdout + run.stderr
+    assert "docs/bad.md:7: fact mlx.tile: argument field= must be one of" in run.stdout + run.stderr
+    assert "Traceback" not in run.stderr  # a page's mistake is its message (issue 36)
 
 
 def test_every_fact_on_the_site_evaluates():
@@ -161,3 +184,11 @@ def test_every_fact_on_the_site_evaluates():
                 pytest.fail(f"docs/{page.relative_to(REPO / 'docs')}:{number}: {exc}")
             count += len(facts.OPENER.findall(line))
     assert count > 0, "no page uses a fact"
+
+
+def test_the_swizzle_figure_s_tile_is_not_one_mlx_picks():
+    """glossary/threadgroup-swizzle.md says the figure's 32 × 32 tile is never MLX's choice."""
+    from gemmglossary.mlx import steel
+
+    assert mm.TileConfig(*steel.CONFIGS[0]) not in set(mm.regular_configs())
+    assert "never picks" in (REPO / "docs/glossary/threadgroup-swizzle.md").read_text(encoding="utf-8")

@@ -10,6 +10,7 @@ it is cheap, shows that a wrong kernel makes the generator refuse.
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -206,6 +207,79 @@ def test_matmul_route_cells_are_route(dtype, device):
         route.matmul_route(device="M1")
 
 
+# ----------------------------------------------------------------------------- matmul-flow
+
+#: A product each routing step takes (class g and s devices, generations 13 to 17).
+TAKEN_BY = {
+    "dot_product": ("float32", 1, 1, 4096, False, "g13"),
+    "gemv_wide": ("float16", 8, 4096, 4096, True, "g15"),
+    "gemv": ("float16", 1, 4096, 4096, False, "g13"),
+    "splitk": ("float32", 64, 64, 4096, False, "g13"),
+    "splitk_nax": ("bfloat16", 256, 256, 8192, False, "s17"),
+    "fused_nax": ("float16", 1024, 1024, 1024, False, "s17"),
+    "fused": ("float32", 1024, 1024, 1024, False, "g13"),
+}
+
+
+def flow_boxes(svg: str) -> list[str]:
+    """The titles of the flowchart's boxes, in drawing order, as a reader's browser shows them."""
+    return [html.unescape(t) for t in titles(svg)]
+
+
+def test_matmul_flow_draws_the_steps_route_runs_in_their_order():
+    """The flowchart is matmul.STEPS: one test box and one kernel box per step, in order; and
+    each step, in that order, is the one route() stops at for a product it takes."""
+    from gemmglossary.figures import flow
+    from gemmglossary.mlx import matmul
+
+    fig = flow.matmul_flow()
+    boxes = flow_boxes(fig.svg)
+    expected = []
+    for step in matmul.STEPS:
+        expected += [f"{step.question} ({matmul.rule_label(step.rule)})", f"{step.name}: {', '.join(step.kernels)}"]
+    assert boxes == expected
+    assert [s.name for s in matmul.STEPS] == list(TAKEN_BY), "a product for each step, in the steps' order"
+    for n, step in enumerate(matmul.STEPS):
+        dtype, M, N, K, tb, device = TAKEN_BY[step.name]
+        path = matmul.decisions(matmul.Problem(M, N, K, dtype, transpose_b=tb), route.device_of(device))
+        assert [s.name for s, _ in path] == [s.name for s in matmul.STEPS[:n + 1]], step.name
+        assert path[-1][1].kernel in step.kernels and all(taken is None for _, taken in path[:-1])
+    for step in matmul.STEPS:
+        assert step.question in fig.alt and [html.unescape(t) for t in texts(fig.svg)].count(step.kernels[0]) == 1
+
+
+def test_a_change_in_the_routing_changes_both_route_and_the_flowchart(monkeypatch):
+    """Move the fused kernel's step before split-K: route() stops sending a long-K product to
+    split-K, and the flowchart draws the new order, from the same tuple."""
+    from gemmglossary.figures import flow
+    from gemmglossary.mlx import matmul
+
+    before = flow.matmul_flow().svg
+    steps = {s.name: s for s in matmul.STEPS}
+    order = ["dot_product", "gemv_wide", "gemv", "fused_nax", "fused", "splitk", "splitk_nax"]
+    monkeypatch.setattr(matmul, "STEPS", tuple(steps[n] for n in order))
+    product = matmul.Problem(64, 64, 4096)
+    assert matmul.route(product, route.device_of("g13")).kernel == "fused"
+    after = flow.matmul_flow().svg
+    assert after != before
+    names = [t.split(":")[0] for t in flow_boxes(after)[1::2]]
+    assert names == order
+    # a threshold restated in a question shows in the drawing
+    monkeypatch.setattr(matmul, "STEPS", (steps["dot_product"], matmul.Step(
+        "fused", "a question of 12345 words", ("fused",), "tile_macro", steps["fused"].take)))
+    assert "a question of 12345 words" in " ".join(texts(flow.matmul_flow().svg))
+
+
+def test_matmul_flow_refuses_a_kernel_without_a_colour(monkeypatch):
+    from gemmglossary.figures import flow
+    from gemmglossary.mlx import matmul
+
+    monkeypatch.setattr(matmul, "STEPS", matmul.STEPS + (matmul.Step("new", "never", ("gemm_new",), "tile_macro",
+                                                                      lambda r: None),))
+    with pytest.raises(FigureError, match="gemm_new"):
+        flow.matmul_flow()
+
+
 # ----------------------------------------------------------------------------- precision-error
 
 def test_precision_error_has_the_shape_the_entry_describes():
@@ -227,3 +301,28 @@ def test_precision_figure_plots_what_was_measured(monkeypatch):
     fig = precision.precision_error(reference="rounded")
     assert "float16 inputs with a float16 accumulator from 4.0e-06 to 6.4e-05" in fig.alt
     assert len(re.findall(r"<circle", fig.svg)) == 5 * len(precision.PAIRS)
+
+
+# ----------------------------------------------------------------------------- q4-0-block
+
+def test_q4_0_block_figure_is_what_llamas_mul_mv_multiplies():
+    """Each weight the figure shows is what llama.cpp's q4_0 mul_mv computes for that weight:
+    the block as a 1 x 32 matrix times the unit vector of weight j."""
+    from gemmglossary.figures import llama_block
+    from gemmglossary.llama import mul_mat
+    from gemmglossary.llama.launch import Tensor
+
+    r = llama_block.q4_0_block(0)
+    assert len(r.data) == 18 and r.q.min() >= 0 and r.q.max() <= 15
+    w = Tensor.quantized(r.data[None], "q4_0", 32)
+    kernel = None
+    for j in (0, 5, 16, 31):
+        x = np.zeros((1, 32), np.float32)
+        x[0, j] = 1
+        plan = mul_mat.plan(w, Tensor.of(x))
+        kernel = kernel or plan.launch.kernel()
+        with pytest.warns(Warning):  # one weight row in a group of 8: the rows past it are read and discarded
+            plan.launch.run(kernel, oob_reads="warn")
+        assert plan.out.ravel()[0] == pytest.approx(r.dequantized[j], rel=1e-6, abs=1e-7), f"weight {j}"
+    shown = texts(llama_block.q4_0_block_figure().svg)
+    assert f"{r.dequantized[0]:+.2f}" in shown and f"d = {r.d:.4f}" in shown

@@ -67,7 +67,7 @@ def test_syntax_shown_in_code_is_left_alone():
 def test_errors_name_the_page_and_its_own_line(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("---\ntitle: x\n---\n\n# Page\n\n{{figure tile-pyramid}}\n\n{{figure tile-pyramid kernel=nope}}\n")
-    with pytest.raises(FigureError, match=r"^docs/page\.md:9: kernel must be one of"):
+    with pytest.raises(FigureError, match=r"^docs/page\.md:9: figure tile-pyramid: argument kernel= must be one of .*mlx-steel, mlx-nax, got 'nope'"):
         convert("# Page\n\n{{figure tile-pyramid}}\n\n{{figure tile-pyramid kernel=nope}}\n", page)
 
 

@@ -10,6 +10,7 @@ import pytest
 from gemmglossary import figures
 from gemmglossary.figures import cache
 from gemmglossary.figures.base import Figure
+from gemmglossary.text_args import Int
 
 
 @pytest.fixture
@@ -17,7 +18,7 @@ def counted(monkeypatch, tmp_path):
     monkeypatch.setattr(cache, "cache_dir", lambda: tmp_path / "figures")
     calls = []
 
-    def fake(*, n: int = 1) -> Figure:
+    def fake(*, n: Int(1, 9) = 1) -> Figure:
         calls.append(n)
         return Figure(f"<svg>{n}</svg>", "t", "a figure of n", "made here")
 

@@ -121,8 +121,8 @@ def test_timeline_nobody_leaves_before_the_last_arrives():
                 assert any(s1 - 1 == rel for rel, _ in releases)
     fig = timeline.k_step_timeline(kernel="matmul_tiled", steps=1)
     assert "B1 (line" in fig.alt and "simdgroup 7" in fig.alt
-    with pytest.raises(FigureError, match="steps= must be"):
-        timeline.k_step_timeline(steps=9)
+    with pytest.raises(FigureError, match="steps= must be 1 to 4"):  # the range its annotation declares
+        generate("k-step-timeline", {"steps": "9"}, use_cache=False)
 
 
 def test_pyramid_numbers_follow_the_defines():

@@ -21,8 +21,8 @@ Source links of first-party kernels are relative to the page's *source* file
 (``../kernels/x.metal`` from ``glossary/x.md``): both engines turn such a link into a
 link relative to the page's URL (checked for both in tests/zensical), and both publish
 the kernel at ``kernels/x.metal`` of the site (the MkDocs hook, :mod:`.excerpts_hook`;
-the Zensical staging step, :mod:`.zensical_site`). MLX excerpts link the pinned upstream
-file.
+the Zensical staging step, :mod:`.zensical_site`). Excerpts of a vendored upstream file
+(MLX, llama.cpp: ``kernels/vendor/...``) link that file upstream at the pinned revision.
 
 What needs the whole build, not one page, stays with the MkDocs hook: every page's
 problems reported at once before rendering, and lock entries of deleted pages.
@@ -55,7 +55,6 @@ try:  # MkDocs prints a BuildError as a message, not a traceback; Zensical print
 except ImportError:  # pragma: no cover - mkdocs is a dependency of the package
     _BuildError = RuntimeError  # type: ignore[misc,assignment]
 
-MLX_PREFIX = VENDOR_PREFIX + vendor.MLX_KERNELS_SUBPATH + "/"
 #: Runs before every other preprocessor (facts are 40, whitespace normalisation 30,
 #: SuperFences 25), on the page's lines as the engine gives them.
 PRIORITY = 45
@@ -73,11 +72,10 @@ def failure(title: str, problems: list) -> ExcerptError:
 def source_link_for(block: Block, page_src_uri: str, coverage=_coverage.current) -> str:
     """The Markdown source link of one block on one page (`coverage`: what gives the
     build's SiteCoverage)."""
-    if block.file.startswith(MLX_PREFIX):
-        pins = vendor.load_pins()
-        rel = block.file[len(MLX_PREFIX):]
-        url = pins.permalink(rel, block.start, block.end)
-        text = link_text(display_path(block.file), block.start, block.end) + f" (MLX v{pins.version})"
+    source = vendor.load_pins().source_of(block.file) if block.file.startswith(VENDOR_PREFIX) else None
+    if source is not None:
+        url = source.permalink(block.file[len(source.prefix):], block.start, block.end)
+        text = link_text(display_path(block.file), block.start, block.end) + f" ({source.label})"
     else:
         url = posixpath.relpath(block.file, posixpath.dirname(page_src_uri) or ".")
         text = link_text(block.file, block.start, block.end)
@@ -120,7 +118,7 @@ def expand_page(text: str, page: PageRef | None) -> str:
         try:
             vendor.ensure()
         except vendor.VendorError as exc:
-            raise ExcerptError(f"the MLX files docs/{page.src_uri} quotes: {exc}") from None
+            raise ExcerptError(f"the upstream files docs/{page.src_uri} quotes: {exc}") from None
     try:
         lock = load_lock(root)
     except LockError as exc:

@@ -3,7 +3,7 @@
 Checking and expanding excerpts is the Markdown extension's job
 (:mod:`.excerpts`, under both MkDocs and Zensical). This hook keeps what needs MkDocs:
 
-- ``on_config``: materialize the pinned MLX files (``gemmglossary.vendor.ensure``), so a
+- ``on_config``: materialize the pinned upstream files (MLX, llama.cpp) (``gemmglossary.vendor.ensure``), so a
   fresh checkout builds without a separate step and every page's excerpts can be read
   before any page renders; a vendored file that differs from its pin stops the build
   with its name (it is never silently restored). ``mkdocs serve`` shows published
@@ -35,7 +35,7 @@ def on_config(config):
     try:
         vendor.ensure()
     except vendor.VendorError as exc:
-        raise PluginError(f"the MLX files the pages quote: {exc}") from None
+        raise PluginError(f"the upstream files the pages quote: {exc}") from None
     # `mkdocs serve` shows published kernels as text instead of offering a download.
     mimetypes.add_type("text/plain", ".metal")
     return config
@@ -65,5 +65,5 @@ def on_files(files: Files, config) -> Files:
 
 
 def published_kernels(report) -> list[str]:
-    """The first-party files the checked pages quote (MLX's are linked upstream)."""
+    """The first-party files the checked pages quote (vendored ones are linked upstream)."""
     return sorted({ex.block.file for ex in report.excerpts if not ex.block.file.startswith(VENDOR_PREFIX)})

@@ -32,10 +32,11 @@ from pathlib import Path
 from markdown import Extension
 from markdown.preprocessors import Preprocessor
 
-from ..figures import FigureError, generate
+from ..figures import FIGURES, FigureError, cached, generate
 from ..figures import cache as figure_cache
 from ..figures.svg import with_id
 from .facts import _page_file
+from .page_errors import PageError
 
 #: A figure tag alone on its line (indentation kept).
 TAG = re.compile(r"^(?P<indent>[ \t]*)\{\{figure\b(?P<body>[^{}\n]*)\}\}[ \t]*$")
@@ -82,11 +83,29 @@ def inline(text: str) -> str:
     return "".join(out)
 
 
+#: Under ``mkdocs serve``'s first build (:mod:`.serve`), the figures not yet drawn: each is
+#: shown as a placeholder and listed here, (name, arguments), to be drawn in the background.
+#: None everywhere else: a figure is drawn before its page is written.
+deferred: list[tuple[str, dict[str, str]]] | None = None
+
+PLACEHOLDER = ('<figure class="gg-figure" id="{ident}" data-figure="{name}"><p><em>Being drawn: '
+               "<code>mkdocs serve</code> showed this page before its figures were ready; it reloads "
+               "when they are.</em></p></figure>")
+
+
 def figure_html(name: str, args: dict[str, str], ident: str) -> str:
     """The ``<figure>`` element for one tag."""
     args = dict(args)
     caption = args.pop("caption", None)
-    fig = generate(name, args)
+    if deferred is not None:
+        fig = cached(name, args)
+        if fig is None:
+            if name not in FIGURES:
+                raise FigureError(f"unknown figure {name!r}; known figures: {', '.join(sorted(FIGURES))}")
+            deferred.append((name, args))
+            return PLACEHOLDER.format(ident=ident, name=html.escape(name, quote=True))
+    else:
+        fig = generate(name, args)
     parts = []
     if caption:
         parts.append(inline(caption))
@@ -105,6 +124,10 @@ def _prune_once() -> None:
         _pruned = True
 
 
+class FigureTagError(PageError, FigureError):
+    """A page's figure tag that cannot be drawn: one message under MkDocs too, no traceback."""
+
+
 class FiguresPreprocessor(Preprocessor):
     def run(self, lines: list[str]) -> list[str]:
         _prune_once()
@@ -115,7 +138,7 @@ class FiguresPreprocessor(Preprocessor):
             m = TAG.match(line)
             if not m:
                 if OPENER.search(CODE_SPAN.sub("", line)):
-                    raise FigureError(f"{self._where(index, line, seen)}: a figure tag must be alone on its "
+                    raise FigureTagError(f"{self._where(index, line, seen)}: a figure tag must be alone on its "
                                       "line: {{figure NAME key=value ...}}")
                 out.append(line)
                 continue
@@ -124,9 +147,9 @@ class FiguresPreprocessor(Preprocessor):
                 used[name] = used.get(name, 0) + 1
                 ident = f"figure-{name}" + (f"-{used[name]}" if used[name] > 1 else "")
                 block = figure_html(name, args, ident)
-            except FigureError as exc:
-                raise FigureError(f"{self._where(index, line, seen)}: {exc}") from None
-            except Exception as exc:  # an emulator run or a kernel that failed: name the page too
+            except FigureError as exc:  # the tag's own mistake: one message
+                raise FigureTagError(f"{self._where(index, line, seen)}: {exc}") from None
+            except Exception as exc:  # an emulator run or a kernel that failed: name the page, keep the traceback
                 raise FigureError(f"{self._where(index, line, seen)}: figure {m['body'].split()[0]}: "
                                   f"{type(exc).__name__}: {exc}") from exc
             seen[line.strip()] = seen.get(line.strip(), 0) + 1

@@ -47,9 +47,12 @@ import re
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from ..excerpts.lock import write_text_atomic
+from ..file_lock import mark_used
+from ..optional import require
 from ..paths import project_root
 
 log = logging.getLogger("mkdocs.hooks.snippets")
@@ -135,7 +138,8 @@ def execute(snippet: Path, root: Path | None = None, *, startup: Path | None = N
     The kernel sees ``root`` as the project root (``GEMMGLOSSARY_ROOT``). ``startup``: a
     Python file the kernel runs before the first cell (IPython's ``exec_files``, in the
     snippet's namespace; it counts as no cell): the tests' recorder of what a snippet reads."""
-    import jupytext
+    jupytext = require("jupytext", "executing the snippets")
+    require("nbclient", "executing the snippets")
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from traitlets.config import Config
@@ -171,13 +175,36 @@ def ensure_executed(snippet: Path, path: Path, root: Path | None = None) -> bool
     return whether it ran now."""
     if path.is_file():
         if _readable(path):
-            os.utime(path)  # most recently used: pruned last
+            mark_used(path)  # most recently used: pruned last
             return False
         # Not a warning: nothing for the writer to fix, and --strict would fail the build.
         log.info("executed snippet %s cannot be read: deleted, the snippet is executed again", path)
         path.unlink()
+    _writable(path)  # before minutes of execution, not after
+    t0 = time.monotonic()
     keep(path, execute(snippet, root))
+    run_seconds[snippet] = time.monotonic() - t0
     return True
+
+
+#: How long the last execution of each snippet took in this process (seconds), for the log.
+run_seconds: dict[Path, float] = {}
+
+
+def _writable(path: Path) -> None:
+    """SnippetError unless an executed notebook can be kept at ``path`` (a read-only
+    checkout whose cache lacks it: the page cannot be built from it)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=".probe-")
+    except OSError as exc:
+        why = exc.strerror
+    else:
+        os.close(fd)
+        os.unlink(probe)
+        return
+    raise SnippetError(f"{path.parent}: cannot keep the executed notebook there ({why}), and its page is built "
+                       "from it; build from a checkout you can write, or one whose snippets were executed")
 
 
 def keep(path: Path, nb) -> None:
@@ -185,7 +212,7 @@ def keep(path: Path, nb) -> None:
     for it: written whole or not at all."""
     import nbformat
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _writable(path)
     write_text_atomic(path, nbformat.writes(nb))
 
 

@@ -41,8 +41,9 @@ from mkdocs.structure.files import File, Files
 
 from ..paths import project_root
 from .snippet_inputs import snippet_inputs
+from . import serve, snippet_deferred as deferred
 from .snippet_pages import (KEEP, KEY_LENGTH, SNIPPETS_DIR, SnippetError, ensure_all_executed,  # noqa: F401
-                            notebook_path, prune)
+                            notebook_path, prune, run_seconds)
 
 log = logging.getLogger("mkdocs.hooks.snippets")
 
@@ -101,6 +102,8 @@ def _jupyter_plugin(config):
 
 #: The snippet and its executed notebook for the current build, by the page's src_uri.
 _notebooks: dict[str, tuple[Path, Path]] = {}
+#: Under mkdocs serve, the page of a snippet still being executed: its placeholder notebook.
+_pending: dict[str, Path] = {}
 
 
 #: mkdocs-jupyter's loggers. At INFO they print two or three lines per snippet page on every
@@ -132,10 +135,10 @@ def on_config(config):
         _notebooks[f"{SNIPPETS_DIR}/{path.name}"] = (path, notebook_path(path, cache_key(path, root), root))
 
     # `mkdocs serve` rebuilds when a snippet or a kernel changes.
-    for folder_name in (SNIPPETS_DIR, "kernels"):
-        watched = root / folder_name
-        if watched.is_dir() and str(watched) not in config["watch"]:
-            config["watch"].append(str(watched))
+    watched = [root / name for name in (SNIPPETS_DIR, "kernels") if (root / name).is_dir()]
+    for path in watched:
+        if str(path) not in config["watch"]:
+            config["watch"].append(str(path))
     return config
 
 
@@ -165,6 +168,7 @@ def on_pre_page(page, config, files):
     found = _notebooks.get(page.file.src_uri)
     if found is not None:
         _, notebook = found
+        notebook = _pending.get(page.file.src_uri, notebook)
         # Again on the page's file: mkdocs-jupyter's wrapper (NotebookFile) computes its own
         # abs_src_path from the URI, and its on_pre_page decides by that path. (on_files
         # has executed every snippet of the build.)
@@ -173,7 +177,11 @@ def on_pre_page(page, config, files):
 
 
 def on_post_build(config):
-    """After a successful build: keep the newest notebooks of each snippet."""
+    """After a successful build: keep the newest notebooks of each snippet (none while some
+    are being executed in the background, which may still write theirs)."""
+    if _pending:
+        deferred.start()  # (the first build of mkdocs serve: its pages are written)
+        return
     for snippet, notebook in _notebooks.values():
         if notebook.is_file():
             prune(snippet, notebook)
@@ -193,12 +201,23 @@ def on_files(files: Files, config) -> Files:
         download = f"{SNIPPETS_DIR}/{snippet.stem}/{snippet.name}"
         if files.get_file_from_path(download) is None:
             files.append(File.generated(config, download, abs_src_path=str(snippet)))
+    uri_of = {snippet: uri for uri, (snippet, _) in _notebooks.items()}
+    _pending.clear()
+    if serve.serving():
+        missing = {uri: pair for uri, pair in _notebooks.items() if not pair[1].is_file()}
+        if not missing:
+            deferred.count_build()
+        elif deferred.defer(missing.values()):
+            # mkdocs serve's first page does not wait for the snippets: their pages say they
+            # are being executed, and the site is rebuilt when they have been
+            for uri, (snippet, _) in missing.items():
+                _pending[uri] = deferred.placeholder(snippet)
+            return files
     # Every snippet page is built: execute the ones not yet executed now, side by side,
     # rather than one by one as their pages come up (on_pre_page then finds them done).
-    uri_of = {snippet: uri for uri, (snippet, _) in _notebooks.items()}
     try:
         for snippet in ensure_all_executed(_notebooks.values()):
-            log.info("executed %s", uri_of[snippet])
+            log.info("executed %s in %.1f s", uri_of[snippet], run_seconds.get(snippet, 0.0))
     except SnippetError as exc:
         raise PluginError(str(exc)) from None
     return files

@@ -36,16 +36,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 from .. import vendor
+from ..optional import require
 from ..cli import run_command, subparser
 from ..excerpts.blocks import find_blocks
 from ..excerpts.check import VENDOR_PREFIX, read_pages
 from ..paths import project_root
-from .engine_check import NAME as ENGINE_CHECK
-from .snippet_pages import SnippetError, ensure_all_executed, markdown_page, notebook_path, prune
-from .snippets import SNIPPETS_DIR, cache_key, snippet_paths
 
 STAGING = Path(".cache") / "zensical"
 #: Plugins that only MkDocs runs here (Zensical would drop them silently).
@@ -82,6 +78,8 @@ def _nav(entries, snippets: set[str]):
 
 def _staged(entry):
     """A markdown_extensions entry, with the engine check told the site is complete."""
+    from .engine_check import NAME as ENGINE_CHECK  # (it imports markdown, which only the site has)
+
     if entry == ENGINE_CHECK or (isinstance(entry, dict) and ENGINE_CHECK in entry):
         return {ENGINE_CHECK: {"staged": True}}
     return entry
@@ -106,8 +104,14 @@ def staged_config(config: dict, snippets: set[str]) -> dict:
 def stage(*, log=print) -> Path:
     """Write the staging folder of the project (:func:`gemmglossary.paths.project_root`);
     return its mkdocs.yml."""
+    # (the snippets' modules import mkdocs and the notebook tools: the site's, not the command's)
+    require("mkdocs", "gemmglossary zensical (the snippet pages)")
+    from .snippet_pages import ensure_all_executed, markdown_page, notebook_path, prune
+    from .snippets import SNIPPETS_DIR, cache_key, snippet_paths
+
     root = project_root()
     vendor.ensure()
+    yaml = require("yaml", "gemmglossary zensical (reading mkdocs.yml)")
     config = yaml.safe_load((root / "mkdocs.yml").read_text(encoding="utf-8"))
     docs = root / config.get("docs_dir", "docs")
     staging = root / STAGING
@@ -143,6 +147,7 @@ def stage(*, log=print) -> Path:
     log(f"{len(snippets)} snippet pages: {len(ran)} executed now, "
         f"{len(snippets) - len(ran)} unchanged since they last ran")
     config_file = staging / "mkdocs.yml"
+    yaml = require("yaml", "gemmglossary zensical (writing its mkdocs.yml)")
     config_file.write_text(yaml.safe_dump(staged_config(config, set(snippets)),
                                           sort_keys=False, allow_unicode=True), encoding="utf-8")
     return config_file
@@ -177,22 +182,79 @@ def register(subparsers) -> None:
                   "the excerpt and facts extensions like MkDocs, but no MkDocs hook or plugin: this\n"
                   "command stages the site in .cache/zensical/ (every snippet executed and rendered\n"
                   "by the project, cached by its inputs; the quoted kernels published), then runs\n"
-                  "`zensical build --clean --strict` there. A drifted excerpt fails the build.")
+                  "`zensical build --clean --strict` there. A drifted excerpt fails the build.",
+                  epilog="exit status: 0 built; 1 a page's problem (a drifted excerpt, a tag that cannot be\n"
+                         "computed: its message first, naming the page line; Zensical's full output goes to\n"
+                         ".cache/zensical/zensical.log), a snippet that fails, or Zensical's own warnings;\n"
+                         "130 interrupted (Ctrl-C), with no site written.")
     p.add_argument("--site-dir", type=Path, default=None, help="where the site goes (default: site-zensical/)")
     p.add_argument("--no-strict", dest="strict", action="store_false", help="do not abort on Zensical's warnings")
     p.set_defaults(func=_run)
 
 
+#: How Zensical reports an exception of a Markdown extension: its own traceback, then
+#: "RuntimeError: Python error: <class>: <message>", then the extension's traceback.
+_PYTHON_ERROR = re.compile(r"^RuntimeError: Python error: (?P<cls>[A-Za-z_]\w*): (?P<message>.*)$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _page_error_classes() -> set[str]:
+    """The exceptions that are a page's own mistake (a tag, an excerpt): shown as their message."""
+    from . import facts, figures  # noqa: F401 - their PageError classes
+    from .excerpts import ExcerptError
+    from .page_errors import PageError
+
+    names, todo = {ExcerptError.__name__}, [PageError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo += cls.__subclasses__()
+    return names
+
+
+def page_error(output: str) -> str | None:
+    """The message of a page's mistake that stopped a Zensical build, from its output (None:
+    the build failed otherwise, e.g. a fault of our code, whose traceback is the report)."""
+    lines = _ANSI.sub("", output).splitlines()
+    for i, line in enumerate(lines):
+        m = _PYTHON_ERROR.match(line)
+        if m and m["cls"] in _page_error_classes():
+            rest = []
+            for more in lines[i + 1:]:
+                if more.startswith("Traceback (most recent call last)"):
+                    break
+                rest.append(more)
+            return "\n".join([m["message"], *rest]).rstrip()
+    return None
+
+
 def _run(args) -> int:
+    from .snippet_pages import SnippetError
+
     site_dir = (args.site_dir or project_root() / "site-zensical").resolve()
     try:
-        run = build(site_dir, strict=args.strict, capture=False)
+        run = build(site_dir, strict=args.strict)
     except (StageError, SnippetError, vendor.VendorError) as exc:
         print(f"gemmglossary zensical: {exc}")
         return 1
+    except KeyboardInterrupt:  # Zensical was interrupted too (one process group): no site
+        print("gemmglossary zensical: interrupted; no site was written", file=sys.stderr)
+        return 130
+    output = (run.stdout or "") + (run.stderr or "")
     if run.returncode == 0:
+        sys.stdout.write(output)
         print(f"site built with Zensical in {site_dir}")
-    return 1 if run.returncode else 0
+        return 0
+    log = project_root() / STAGING / "zensical.log"
+    log.write_text(output, encoding="utf-8")
+    error = page_error(output)
+    if error is None:  # not a page's mistake: everything Zensical said, traceback and all
+        sys.stdout.write(output)
+        print(f"gemmglossary zensical: the build failed (Zensical's output is also in {log})")
+    else:  # a page's mistake: the message, not what followed from the page being left out
+        print(f"gemmglossary zensical: {error}")
+        print(f"(Zensical's full output, with the warnings about the page it left out: {log})")
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,16 +57,28 @@ FIGURES = _Registry({
     "gemv-rows": "matvec:gemv_rows",
     "k-step-timeline": "timeline:k_step_timeline",
     "masked-edge": "epilogue:masked_edge",
+    "matmul-flow": "flow:matmul_flow",
+    "memory-hierarchy": "hierarchy:memory_hierarchy",
     "matmul-route": "route:matmul_route",
     "precision-error": "precision:precision_error",
     "quantized-word": "quantized:quantized_word",
+    "q4-0-block": "llama_block:q4_0_block_figure",
     "register-blocks": "blocks:register_blocks",
+    "roofline": "roofline:roofline",
     "shuffle-tree": "shuffle:shuffle_tree",
     "splitk-partitions": "splitk:splitk_partitions",
     "swizzle-order": "swizzle:swizzle_order",
     "thread-count": "loads:thread_count",
     "tile-pyramid": "pyramid:tile_pyramid",
 })
+
+
+def cached(name: str, args: dict[str, str] | None = None) -> Figure | None:
+    """The figure ``name`` for ``args`` if it is in the cache, else None (nothing drawn)."""
+    args = dict(args or {})
+    if name not in FIGURES:
+        return None
+    return cache.load(cache.key(name, args, [Path(v) for k, v in args.items() if k == "file"]))
 
 
 def generate(name: str, args: dict[str, str] | None = None, *, use_cache: bool = True) -> Figure:
@@ -86,4 +98,4 @@ def generate(name: str, args: dict[str, str] | None = None, *, use_cache: bool =
     return figure
 
 
-__all__ = ["FIGURES", "Figure", "FigureError", "generate"]
+__all__ = ["FIGURES", "Figure", "FigureError", "cached", "generate"]

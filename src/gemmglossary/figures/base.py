@@ -1,7 +1,8 @@
 """What a figure generator returns, and how a page's arguments reach it.
 
 A generator is a function with keyword-only arguments, each with a type annotation
-(``int``, ``bool``, ``str`` or a ``Literal`` of strings) and, where it has one, a default.
+(``Int(low, high)``, ``bool``, ``str`` or a ``Literal`` of strings) and, where it has one, a
+default. Every integer declares its range, which bounds the work a page can ask for.
 The Markdown tag ``{{figure NAME key=value ...}}`` gives the arguments as text;
 :func:`call` converts them by the annotations (:mod:`gemmglossary.text_args`, shared with
 the facts) and refuses what does not fit, naming the argument.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..text_args import keyword_arguments
+from ..text_args import Int, keyword_arguments  # noqa: F401 - Int: the generators' ranges
 
 
 class FigureError(ValueError):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Figure, FigureError
-from .kernel_facts import constants, first_party
+from .base import Figure, FigureError, Int
+from .kernel_facts import FIRST_PARTY, constants, first_party
 from .runs import tile_writers, traced_gemm
 from .svg import SMALL, Drawing, category
 from .tiles import simdgroup_legend
@@ -35,7 +35,7 @@ def fragment_owners(writers: np.ndarray) -> np.ndarray:
     return out
 
 
-def register_blocks(*, kernel: str = "tiled_gemm", TM: int = 0, TN: int = 0) -> Figure:
+def register_blocks(*, kernel: FIRST_PARTY = "tiled_gemm", TM: Int(0, 8) = 0, TN: Int(0, 8) = 0) -> Figure:
     """The threadgroup's C tile as fragments coloured by the simdgroup that holds them,
     each labelled with its (row, column) among that simdgroup's fragments."""
     spec = first_party(kernel)

@@ -20,14 +20,15 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+from ..file_lock import mark_used
 from ..paths import project_root
 from .base import Figure
 
 MAX_AGE_DAYS = 30
 #: Packages of gemmglossary whose code can change a figure.
-PACKAGES = ("figures", "emulator", "msl", "mlx")
+PACKAGES = ("figures", "emulator", "msl", "mlx", "vendor")
 #: Single modules of gemmglossary whose code can change a figure.
-MODULES = ("kernels.py", "paths.py", "vendor.py")
+MODULES = ("kernels.py", "paths.py")
 
 
 def cache_dir() -> Path:
@@ -77,7 +78,7 @@ def load(k: str) -> Figure | None:
         figure = Figure.from_json(data)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    os.utime(path)  # read: keep it
+    mark_used(path)  # read: keep it
     return figure
 
 

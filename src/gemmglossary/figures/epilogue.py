@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..emulator import load_kernel
-from .base import Figure, FigureError
-from .kernel_facts import constants, first_party
+from .base import Figure, FigureError, Int
+from .kernel_facts import FIRST_PARTY, constants, first_party
 from .svg import SMALL, Drawing, category
 
 
@@ -45,7 +45,8 @@ def rectangles(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
     return [tuple(x) for x in rects]
 
 
-def masked_edge(*, kernel: str = "tiled_gemm", M: int = 100, N: int = 150, K: int = 20) -> Figure:
+def masked_edge(*, kernel: FIRST_PARTY = "tiled_gemm", M: Int(1, 512) = 100, N: Int(1, 512) = 150,
+                K: Int(1, 512) = 20) -> Figure:
     """C of M x N inside a NaN-filled buffer of whole tiles; what the kernel's masked
     store wrote, per threadgroup tile."""
     spec = first_party(kernel)

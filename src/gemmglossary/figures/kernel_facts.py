@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from ..kernels import KERNELS, GemmKernel
 from .base import FigureError
+
+#: A first-party GEMM kernel, as a figure's ``kernel=`` argument.
+FIRST_PARTY = Literal[tuple(KERNELS)]  # type: ignore[valid-type]
 
 #: The constants a tile pyramid is made of.
 PYRAMID = ("WM", "WN", "TM", "TN", "SM", "SN", "BM", "BN", "BK", "THREADS")

@@ -12,8 +12,8 @@ from typing import Literal
 
 import numpy as np
 
-from .base import Figure, FigureError
-from .kernel_facts import constants, first_party
+from .base import Figure, FigureError, Int
+from .kernel_facts import FIRST_PARTY, constants, first_party
 from .runs import tile_writers, traced_gemm
 from .svg import SMALL, Drawing
 from .tiles import draw_tile, runs, simdgroup_legend
@@ -38,7 +38,7 @@ def _describe(name: str, writers: np.ndarray) -> str:
             f"{passes} pass{'es' if passes > 1 else ''}: " + "; ".join(parts) + ".")
 
 
-def cooperative_load(*, kernel: str = "tiled_gemm", operand: Literal["A", "B", "both"] = "both") -> Figure:
+def cooperative_load(*, kernel: FIRST_PARTY = "tiled_gemm", operand: Literal["A", "B", "both"] = "both") -> Figure:
     """Which thread wrote each element of tileA and tileB before the first barrier."""
     spec = first_party(kernel)
     c = constants(spec, ("BM", "BN", "BK") if kernel != "matmul_tiled" else ("TILE",))
@@ -77,13 +77,14 @@ def cooperative_load(*, kernel: str = "tiled_gemm", operand: Literal["A", "B", "
                   f"trace; the writers are the race checker's record as the barrier at line {line} released.")
 
 
-def thread_count(*, kernel: str = "tiled_gemm", operand: Literal["A", "B"] = "B", fewer: int = 2) -> Figure:
+def thread_count(*, kernel: FIRST_PARTY = "tiled_gemm", operand: Literal["A", "B"] = "B",
+                 fewer: Int(2, 1024) = 2) -> Figure:
     """tileA or tileB after the first barrier, with the threads the kernel is written for and
     with ``1/fewer`` of them: the missing threads' share of the tile is never written."""
     spec = first_party(kernel)
     c = constants(spec, ("BM", "BN", "BK", "THREADS"))
-    if fewer < 2 or c["THREADS"] % fewer:
-        raise FigureError(f"fewer= must divide the kernel's {c['THREADS']} threads and be at least 2, got {fewer}")
+    if c["THREADS"] % fewer:
+        raise FigureError(f"fewer= must divide the kernel's {c['THREADS']} threads, got {fewer}")
     name = f"tile{operand}"
     panels = []
     for threads in (c["THREADS"], c["THREADS"] // fewer):

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Figure, FigureError
+from typing import Literal
+
+from ..kernels import MATVEC_KERNELS
+from .base import Figure, FigureError, Int
 from .svg import SMALL, Drawing, category
 
 #: What one element along a row is, per kernel (for the labels).
@@ -39,8 +42,6 @@ class MatvecMap:
 
 
 def matvec_map(kernel: str, M: int, K: int) -> MatvecMap:
-    from ..kernels import MATVEC_KERNELS
-
     if kernel not in MATVEC_KERNELS:
         raise FigureError(f"kernel= must be one of {', '.join(MATVEC_KERNELS)}, got {kernel!r}")
     if M < 1 or K < 1:
@@ -58,7 +59,8 @@ def matvec_map(kernel: str, M: int, K: int) -> MatvecMap:
     return MatvecMap(kernel, M, K, rows, sgs, step, step // 32, owner, (k % step) // (step // 32), k // step)
 
 
-def gemv_rows(*, kernel: str = "gemv", M: int = 40, K: int = 300) -> Figure:
+def gemv_rows(*, kernel: Literal[tuple(MATVEC_KERNELS)] = "gemv", M: Int(1, 256) = 40,  # type: ignore[valid-type]
+              K: Int(1, 8192) = 300) -> Figure:
     """Rows of the matrix by owning simdgroup; columns of one step by lane."""
     m = matvec_map(kernel, M, K)
     steps = -(-K // m.step)

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from .base import Figure, FigureError
+from .base import Figure, FigureError, Int
 from .svg import SMALL, Drawing, category
 
 #: (input type, accumulator type), float32 first.
@@ -90,7 +90,7 @@ def errors(depths=DEPTHS, seed: int = 3, pairs=PAIRS, run=None) -> dict[tuple[st
     return out
 
 
-def precision_error(*, reference: Literal["rounded", "given"] = "rounded", seed: int = 3) -> Figure:
+def precision_error(*, reference: Literal["rounded", "given"] = "rounded", seed: Int(0, 2 ** 32 - 1) = 3) -> Figure:
     """Relative error against K (log-log), one line per (input, accumulator) pair."""
     err = errors(DEPTHS, seed)
     values = [v for pair in PAIRS for v in err[pair][reference] if v > 0]

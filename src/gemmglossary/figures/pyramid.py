@@ -10,7 +10,10 @@ kernel's code, drawn by the ``register-blocks`` figure from a run).
 
 from __future__ import annotations
 
-from .base import Figure, FigureError
+from typing import Literal
+
+from ..kernels import KERNELS
+from .base import Figure, FigureError, Int
 from .kernel_facts import first_party, pyramid_constants
 from .svg import SMALL, Drawing
 
@@ -46,8 +49,13 @@ def _mlx_constants(kernel: str) -> tuple[dict, str, str, bool]:
     return c, title, source, staged
 
 
-def tile_pyramid(*, kernel: str = "tiled_gemm", M: int = 200, N: int = 260, TM: int = 0, TN: int = 0,
-                 WM: int = 0, WN: int = 0, BK: int = 0) -> Figure:
+#: The kernels a pyramid can be drawn for: the first-party ones and MLX's.
+PYRAMID_KERNELS = Literal[tuple(KERNELS) + tuple(MLX_KERNELS)]  # type: ignore[valid-type]
+
+
+def tile_pyramid(*, kernel: PYRAMID_KERNELS = "tiled_gemm", M: Int(1, 4096) = 200, N: Int(1, 4096) = 260,
+                 TM: Int(0, 8) = 0, TN: Int(0, 8) = 0, WM: Int(0, 8) = 0, WN: Int(0, 8) = 0,
+                 BK: Int(0, 64) = 0) -> Figure:
     """The pyramid of ``kernel`` (a first-party kernel, or ``mlx-steel`` / ``mlx-nax``) for a
     C of ``M x N``; TM, TN, WM, WN, BK override a first-party kernel's ``-D`` defaults when
     not 0."""
@@ -64,8 +72,6 @@ def tile_pyramid(*, kernel: str = "tiled_gemm", M: int = 200, N: int = 260, TM: 
         source = (f"Drawn when the site was built from the constants of `kernels/{spec.path.name}`"
                   + (f" built with {' '.join(f'`{o}`' for o in over)}" if over else ""))
     f = c["F"]
-    if M < 1 or N < 1:
-        raise FigureError(f"M and N must be at least 1, got M={M} N={N}")
     tiles_y, tiles_x = -(-M // c["BM"]), -(-N // c["BN"])
 
     d = Drawing(680, 372)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Figure, FigureError
+from .base import Figure, FigureError, Int
 from .svg import SMALL, Drawing, category
 
 
@@ -48,7 +48,8 @@ def quantized_row(bits: int = 4, group_size: int = 64, groups: int = 3, seed: in
                         affine.dequantize(qw)[0], bits, group_size)
 
 
-def quantized_word(*, bits: int = 4, group_size: int = 64, groups: int = 3, seed: int = 0) -> Figure:
+def quantized_word(*, bits: Int(1, 8) = 4, group_size: Int(1, 1024) = 64, groups: Int(1, 8) = 3,
+                   seed: Int(0, 2 ** 32 - 1) = 0) -> Figure:
     """The first word's bit fields and the weights they give; the row's groups."""
     r = quantized_row(bits, group_size, groups, seed)
     fields = 32 // bits

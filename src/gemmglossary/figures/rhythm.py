@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Figure, FigureError
-from .kernel_facts import constants, first_party
+from .base import Figure, FigureError, Int
+from .kernel_facts import FIRST_PARTY, constants, first_party
 from .runs import traced_gemm
 from .svg import SMALL, Drawing, category
 
@@ -47,13 +47,11 @@ def held(values: np.ndarray) -> int | None:
     return int(steps[np.argmax(counts)])
 
 
-def double_buffer(*, kernel: str = "tiled_gemm", steps: int = 4) -> Figure:
+def double_buffer(*, kernel: FIRST_PARTY = "tiled_gemm", steps: Int(2, 8) = 4) -> Figure:
     """Per barrier release of threadgroup (0, 0): the K step in each tile buffer, fresh
     loads marked."""
     spec = first_party(kernel)
     c = constants(spec, ("BM", "BN", "BK"))
-    if not 2 <= steps <= 8:
-        raise FigureError(f"steps= must be 2 to 8, got {steps}")
     M, N, K = c["BM"], c["BN"], c["BK"] * steps
     step_of_k = (np.arange(K) // c["BK"] + 1).astype(np.float32)
     A = np.repeat(step_of_k[None, :], M, axis=0)

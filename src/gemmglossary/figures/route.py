@@ -9,10 +9,11 @@ MLX's host code (``Matmul::eval_gpu`` in matmul.cpp) as restated and tested in
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 import numpy as np
 
-from .base import Figure, FigureError
+from .base import Figure, FigureError, Int
 from .svg import SMALL, Drawing, category, text_width
 
 #: Every kernel route() may return, in the order of the legend (and of the colours).
@@ -41,15 +42,11 @@ def route_grid(dtype: str, device, sizes, depths) -> np.ndarray:
                      for m in sizes], dtype=object)
 
 
-def matmul_route(*, dtype: str = "float32", device: str = "g13", max_mn: int = 12, min_k: int = 4,
-                 max_k: int = 14) -> Figure:
+def matmul_route(*, dtype: Literal["float32", "float16", "bfloat16"] = "float32", device: str = "g13",
+                 max_mn: Int(0, 14) = 12, min_k: Int(0, 15) = 4, max_k: Int(1, 16) = 14) -> Figure:
     """The kernel for M = N = 2**0 .. 2**max_mn against K = 2**min_k .. 2**max_k."""
-    from ..mlx import matmul
-
-    if dtype not in matmul.DTYPES or dtype == "complex64":
-        raise FigureError(f"dtype= must be one of float32, float16, bfloat16; got {dtype!r}")
-    if not (0 <= max_mn <= 14 and 0 <= min_k < max_k <= 16):
-        raise FigureError("need 0 <= max_mn <= 14 and 0 <= min_k < max_k <= 16")
+    if min_k >= max_k:
+        raise FigureError(f"min_k= must be below max_k=, got min_k={min_k} max_k={max_k}")
     dev = device_of(device)
     sizes = [2 ** i for i in range(max_mn + 1)]
     depths = [2 ** i for i in range(min_k, max_k + 1)]

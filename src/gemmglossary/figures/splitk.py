@@ -11,7 +11,7 @@ against the partial products MLX's kernel writes on the emulator.
 
 from __future__ import annotations
 
-from .base import Figure, FigureError
+from .base import Figure, FigureError, Int
 from .route import device_of
 from .svg import SMALL, Drawing, category
 
@@ -32,7 +32,8 @@ def plan_of(M: int, N: int, K: int, device: str):
     return r, partition_bounds(r.splitk.partitions, r.splitk.partition_size, K)
 
 
-def splitk_partitions(*, M: int = 33, N: int = 50, K: int = 1000, device: str = "g13") -> Figure:
+def splitk_partitions(*, M: Int(1, 4096) = 33, N: Int(1, 4096) = 50, K: Int(1, 2 ** 20) = 1000,
+                      device: str = "g13") -> Figure:
     """The K axis in partitions, the threadgroups of the first kernel, and the second pass."""
     r, bounds = plan_of(M, N, K, device)
     s = r.splitk

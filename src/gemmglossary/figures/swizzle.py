@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import vendor
 from ..emulator import Tracing, load_kernel
-from .base import Figure, FigureError
+from .base import Figure, FigureError, Int
 from .svg import SMALL, Drawing, category
 
 
@@ -63,18 +63,17 @@ def visit_map(M: int, N: int, swizzle_log: int, config: tuple | None = None) -> 
     return tiles, idle, launch.threadgroups
 
 
-def swizzle_order(*, M: int = 256, N: int = 256, swizzle_log: int = 1, first: int = 12) -> Figure:
+def swizzle_order(*, M: Int(1, 512) = 256, N: Int(1, 512) = 256, swizzle_log: Int(0, 3) = 1,
+                  first: Int(1, 64) = 12) -> Figure:
     """Tiles of C numbered by the threadgroup that computes them, without and with the swizzle;
     the path of the first ``first`` threadgroups drawn over each."""
-    if not 0 <= swizzle_log <= 3:
-        raise FigureError(f"swizzle_log= must be 0 to 3, got {swizzle_log}")
     from ..mlx import steel
 
     panels = [(s, *visit_map(M, N, s)) for s in sorted({0, swizzle_log})]
     tm, tn = panels[0][1].shape
     cell = min(40.0, 300 / max(tn, 1) if len(panels) > 1 else 560 / tn, 320 / tm)
     top = 74
-    d = Drawing(680, top + tm * cell + 70)
+    d = Drawing(680, top + tm * cell + 74)
     d.text(12, 20, f"MLX's steel GEMM: which threadgroup computes each {steel.CONFIGS[0][0]}×{steel.CONFIGS[0][1]} "
                    f"tile of a {M}×{N} C", anchor="start", bold=True)
     d.text(12, 42, f"number: the threadgroup's linear index; colour: each run of {tn} consecutive threadgroups; "
@@ -99,12 +98,18 @@ def swizzle_order(*, M: int = 256, N: int = 256, swizzle_log: int = 1, first: in
         d.text(x0 + tn * cell / 2, top + tm * cell + 20, f"swizzle_log = {s}", size=13, bold=True)
         d.text(x0 + tn * cell / 2, top + tm * cell + 38, f"grid {grid[0]}×{grid[1]} threadgroups"
                + (f", {idle} without a tile" if idle else ""), size=SMALL, cls="muted")
+        started = [np.argwhere(tiles == lin)[0] for lin in range(min(first, tiles.size)) if (tiles == lin).any()]
+        a_panels, b_panels = len({int(r) for r, _ in started}), len({int(c) for _, c in started})
+        d.text(x0 + tn * cell / 2, top + tm * cell + 54, f"threadgroups 0–{first - 1}: {a_panels} panels of A, "
+               f"{b_panels} of B", size=SMALL, cls="muted")
         firsts = [tuple(int(v) for v in np.argwhere(tiles == lin)[0][::-1]) for lin in range(min(6, tiles.size))
                   if (tiles == lin).any()]
         summary.append(f"with swizzle_log {s} (a grid of {grid[0]} by {grid[1]} threadgroups"
                        + (f", {idle} of which return without a tile" if idle else "")
                        + f"), threadgroups 0 to {len(firsts) - 1} compute the tiles (column, row) "
-                       + ", ".join(f"({c}, {r})" for c, r in firsts))
+                       + ", ".join(f"({c}, {r})" for c, r in firsts)
+                       + f", and threadgroups 0 to {first - 1} read {a_panels} row panels of A and {b_panels} "
+                       f"column panels of B, {a_panels + b_panels} in all")
     alt = (f"The {tm} by {tn} tiles of C of MLX's steel GEMM, each labelled with the linear index of the threadgroup "
            "that computes it: " + "; ".join(summary) + ".")
     return Figure(d.svg("Threadgroup swizzle of MLX's steel GEMM", alt), "Threadgroup swizzle of MLX's steel GEMM", alt,

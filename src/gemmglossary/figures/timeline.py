@@ -17,8 +17,10 @@ not a unit of time.
 
 from __future__ import annotations
 
-from .base import Figure, FigureError
-from .kernel_facts import constants, first_party
+from typing import Literal
+
+from .base import Figure, FigureError, Int
+from .kernel_facts import FIRST_PARTY, constants, first_party
 from .runs import traced_gemm
 from .svg import SMALL, Drawing, category
 
@@ -78,19 +80,15 @@ def intervals(events, threads: int):
     return per, releases
 
 
-def k_step_timeline(*, kernel: str = "tiled_gemm", steps: int = 2, seed: int = 1,
-                    schedule: str = "simdgroup-major") -> Figure:
+def k_step_timeline(*, kernel: FIRST_PARTY = "tiled_gemm", steps: Int(1, 4) = 2, seed: Int(0, 2 ** 32 - 1) = 1,
+                    schedule: Literal["random", "lockstep", "simdgroup-major"] = "simdgroup-major") -> Figure:
     """Threads of threadgroup (0, 0) through ``steps`` K steps (schedule: random with
     ``seed``, lockstep or simdgroup-major)."""
     spec = first_party(kernel)
     names = ("TILE",) if kernel == "matmul_tiled" else ("BM", "BN", "BK", "THREADS")
     c = constants(spec, names)
     bm, bn, bk = (c["TILE"],) * 3 if kernel == "matmul_tiled" else (c["BM"], c["BN"], c["BK"])
-    if not 1 <= steps <= 4:
-        raise FigureError(f"steps= must be 1 to 4 K steps, got {steps}")
     sched = ("random", seed) if schedule == "random" else schedule
-    if schedule not in ("random", "lockstep", "simdgroup-major"):
-        raise FigureError(f"schedule= must be random, lockstep or simdgroup-major, got {schedule!r}")
     run = traced_gemm(spec, bm, bn, bk * steps, schedule=sched, snapshots=False)
     events = run.trace.threadgroup((0, 0))
     threads = 1 + max(e.thread for e in events)
@@ -135,7 +133,7 @@ def k_step_timeline(*, kernel: str = "tiled_gemm", steps: int = 2, seed: int = 1
     d.line(left, top + height + 10, left + plot_w, top + height + 10, "muted")
     for frac in (0, 0.25, 0.5, 0.75, 1):
         d.text(left + frac * plot_w, top + height + 24, str(round(frac * last)), size=SMALL, cls="muted")
-    d.text(left + plot_w / 2, top + height + 44, "step: the order of the threadgroup's events in the emulator",
+    d.text(left + plot_w / 2, top + height + 44, "emulator event order, not time: which event the emulator ran next",
            size=SMALL, cls="muted")
     sched_text = f"schedule ('random', {seed})" if schedule == "random" else f"schedule '{schedule}'"
     d.text(left + plot_w / 2, top + height + 62, f"{threads} threads in {sgs} simdgroups; {sched_text}; B: barriers "
@@ -147,9 +145,11 @@ def k_step_timeline(*, kernel: str = "tiled_gemm", steps: int = 2, seed: int = 1
         waits.append(f"{names_of[ln]} (line {ln}) releases at step {step}; simdgroup {reached[0][1]} "
                      f"waited longest, simdgroup {reached[-1][1]} arrived last")
     alt = (f"A timeline of the {sgs} simdgroups of threadgroup (0, 0) of {spec.path.name}, one row each, over the "
-           f"{last + 1} steps of the emulator's run of {steps} K steps. Each simdgroup runs, reaches a barrier, waits "
+           f"{last + 1} events of the emulator's run of {steps} K steps, in the order it ran them (the x axis is that order, "
+           "not time). Each simdgroup runs, reaches a barrier, waits "
            "in grey until the last simdgroup arrives and the barrier releases, then runs again when its turn comes. "
            + "; ".join(waits) + ".")
     return Figure(d.svg(f"Barrier timeline of {spec.path.name}", alt), f"Barrier timeline of {spec.path.name}", alt,
                   f"Computed when the site was built: `kernels/{spec.path.name}` (M = {bm}, N = {bn}, K = {bk * steps}) "
-                  f"run on the site's emulator under {sched_text} with a trace (`trace=True`).")
+                  f"run on the site's emulator under {sched_text}, traced; the x axis orders its events and measures no "
+                  "time (docs/emulator.md, \"Tracing a run\").")
