@@ -8,7 +8,7 @@
 # then removes each barrier in turn and lets the padding threads return early, and
 # prints what the emulator's checks report for each.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/barriers.py

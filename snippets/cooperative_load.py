@@ -11,7 +11,7 @@
 # - `kernels/tiled_gemm.metal`: 128 threads copy a 64×16 tile of A and a 16×64 tile of B
 #   in `float4` quads, in two passes.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/cooperative_load.py

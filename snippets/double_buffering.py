@@ -8,7 +8,7 @@
 # the next step into the copy being read, drop the one remaining barrier, and ask for a K step
 # too deep to fit twice.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/double_buffering.py

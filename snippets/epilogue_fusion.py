@@ -7,7 +7,7 @@
 # shows that the unfused two-pass form gives the same numbers, plots how much memory
 # traffic fusion saves (a computed model), and then removes the mask of the store.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/epilogue_fusion.py

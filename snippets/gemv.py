@@ -8,7 +8,7 @@
 # dispatch them (with the two places where they rely on more than the Metal specification
 # promises), and then breaks the first-party kernel twice.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/gemv.py
@@ -47,7 +47,7 @@ np.testing.assert_allclose(y, A.astype(np.float64) @ x, rtol=1e-5, atol=1e-5)
 print(f"gemv {M}x{K}: matches numpy (rtol=1e-5, atol=1e-5)")
 
 # %% [markdown]
-# ## Bytes per FLOP
+# ## FLOP per byte
 #
 # A product has to read its operands and write its result at least once. For a
 # matrix-vector product that is the whole matrix for `2·M·K` FLOPs; a square matrix

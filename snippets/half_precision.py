@@ -8,7 +8,7 @@
 # (float16 overflows past 65504, bfloat16 has float32's exponent) and bfloat16's coarse
 # rounding, and then breaks the kernel by accumulating in half.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/half_precision.py

@@ -9,7 +9,7 @@
 # (M = N, K) plane for two devices, runs one routed product with MLX's kernel on the emulator,
 # and then breaks the host side by ignoring a transposed operand.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/how_mlx_picks.py

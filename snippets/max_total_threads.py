@@ -7,7 +7,7 @@
 # exactly that many threads (default build and a `-D` build with twice the simdgroups),
 # checks both against numpy, and then breaks the promise in both directions.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/max_total_threads.py

@@ -7,7 +7,7 @@
 # Apple leaves the layout to the implementation), runs MLX's own NAX GEMM and prints the
 # warning it raises, and then calls `run` from only some lanes of a simdgroup.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/neural_accelerators.py
@@ -25,10 +25,7 @@ from matplotlib.figure import Figure
 from gemmglossary import emulator
 from gemmglossary.mlx import matmul, nax
 from gemmglossary.snippets import diagnostic, kernel_path, kernel_source, printed_warnings, replace_once, show_figure
-
-
-def cdiv(a, b):
-    return -(-a // b)
+from gemmglossary.tiles import cdiv
 
 
 rng = np.random.default_rng(5)

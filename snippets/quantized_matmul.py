@@ -9,7 +9,7 @@
 # MLX's own `qmv_fast` (`quantized.h`) on the emulator against numpy, shows which kernel
 # MLX picks for which shape, and breaks `qmv4` twice.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/quantized_matmul.py

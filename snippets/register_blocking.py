@@ -8,7 +8,7 @@
 # checks every build against numpy, tabulates and plots reuse against accumulator
 # count, then asks for a blocking too big for threadgroup memory.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/register_blocking.py

@@ -7,7 +7,7 @@
 # holds which element** of a fragment by asking a kernel to write its lane id into its
 # own `thread_elements()`, and then loads B with the wrong row length.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/simdgroup_matrix.py

@@ -9,7 +9,7 @@
 # reduction four ways: a step missing, the barrier missing, shuffles in a partial
 # simdgroup, and a read of partial sums nobody wrote.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/simdgroup_reductions.py
@@ -164,8 +164,8 @@ else:
 #
 # Replacing the first `simd_sum` with the shuffle-down loop works for threadgroups of 256
 # threads, but not for 100: the last simdgroup has 4 lanes, and its lane 0 asks for lane
-# 16, which does not exist. Metal leaves that value undefined; the emulator warns and hands
-# the lane its own value back, so the total comes out wrong too. `simd_sum` adds the active
+# 16, which does not exist. The specification does not say what such a read returns; the
+# emulator warns and hands the lane its own value back, so the total comes out wrong too. `simd_sum` adds the active
 # lanes only, which is why the kernel uses it.
 
 # %%

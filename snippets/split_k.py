@@ -9,7 +9,7 @@
 # slice against numpy, and the second kernel's sum. Then it breaks the second pass by summing
 # one partition too few.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/split_k.py

@@ -9,7 +9,7 @@
 # group of consecutive threadgroups touches. Then it breaks the swizzle with a one-character
 # edit that sends two threadgroups to one tile, and lets numpy catch it.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/threadgroup_swizzle.py

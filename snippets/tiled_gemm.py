@@ -7,7 +7,7 @@
 # (threadgroup → simdgroup → 8×8 fragment) from the kernel's compile-time constants and
 # from what the kernel itself writes, and then dispatches a grid counted in the wrong unit.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/tiled_gemm.py

@@ -7,7 +7,7 @@
 # kernels, of who computes which element of C in the first two; then the "store a
 # fragment straight to C" mistake.
 #
-# Run it locally, from a checkout installed with `pip install -e .`:
+# Run it locally, from a checkout installed with `pip install -e '.[site]'`:
 #
 # ```
 # python snippets/tiled_to_simdgroup.py

@@ -1,7 +1,7 @@
 """Shell transcripts on pages (`$ gemmglossary run kernels/...`) still print what they show.
 
 A transcript is a ```text block whose first line is a `$ gemmglossary run` command (with
-`\\` continuations). When the kernel file it names is in the repository, the command is
+`\\` continuations), at the margin or indented in an admonition or folded note. When the kernel file it names is in the repository, the command is
 run here and every line the page shows must appear in its output, whitespace aside (pages
 wrap long lines). Transcripts of edited copies (files not in the repository) are listed
 by `unrunnable_transcripts` and not checked.
@@ -18,15 +18,15 @@ import pytest
 from gemmglossary import cli
 from gemmglossary.paths import docs_dir, project_root
 
-BLOCK = re.compile(r"^```text\n(\$ gemmglossary run .*?)^```", re.S | re.M)
+BLOCK = re.compile(r"^( *)```text\n\1(\$ gemmglossary run .*?)^\1```", re.S | re.M)
 
 
 def transcripts(root: Path | None = None) -> list[tuple[str, list[str], str]]:
     """(page, argv, expected output) for every `gemmglossary run` transcript."""
     found = []
     for page in sorted((root or docs_dir()).rglob("*.md")):
-        for block in BLOCK.findall(page.read_text(encoding="utf-8")):
-            lines = block.splitlines()
+        for indent, block in BLOCK.findall(page.read_text(encoding="utf-8")):
+            lines = [line[len(indent):] if line.startswith(indent) else line for line in block.splitlines()]
             command = lines.pop(0)[2:]
             while command.endswith("\\"):
                 command = command[:-1] + " " + lines.pop(0).strip()

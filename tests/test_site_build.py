@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gemmglossary.mlx.matmul import MLX_TAG
+
 REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow
@@ -37,7 +39,7 @@ def test_site_builds_strictly(mkdocs_site):
         if page.startswith("glossary/"):
             # Each entry quotes a first-party kernel (published with the site) and MLX steel.
             assert 'href="../../kernels/' in html, f"{page}: no first-party kernel excerpt"
-            assert "https://github.com/ml-explore/mlx/blob/v" in html, f"{page}: no MLX excerpt"
+            assert f"https://github.com/ml-explore/mlx/blob/{MLX_TAG}/" in html, f"{page}: no MLX excerpt"
     # Quoted first-party kernels are published next to the pages, so source links work offline.
     for kernel in (site / "kernels").glob("*.metal"):
         assert kernel.read_bytes() == (REPO / "kernels" / kernel.name).read_bytes()

@@ -28,7 +28,7 @@ import tour as tour_module  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "excerpts.lock.json"
 SCREENSHOTS = ROOT / ".screenshots"
-VIEWPORT = {"width": 1280, "height": 900}
+VIEWPORT = tour_module.VIEWPORT
 
 
 def _unavailable(reason: str):

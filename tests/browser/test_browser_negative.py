@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+import codechecks
+import navchecks
 from sitechecks import (
     SiteServer,
     build_site,
@@ -65,6 +67,20 @@ FILES = {
 
         A page that asks for a web font.
         """,
+    "docs/code.md": f"""\
+        # Code
+
+        ``` cpp linenums="7" title="kernels/long.metal · lines 7–8"
+        auto tA = tensor<device const half, extents_t, tensor_inline>(A, extents_t(K, M)); {"/* padding */ " * 8}// (1)!
+        int b = 2;
+        ```
+
+        1.  Hidden at the end of a long line.
+
+        ```text
+        {"a text diagram wider than any window " * 6}
+        ```
+        """,
     "docs/outline.md": """\
         # Outline
 
@@ -96,7 +112,7 @@ def _joined(problems):
 def test_discovery_finds_the_bad_pages(bad_site, context):
     pages = discover_pages(context.request, bad_site.base_url)
     assert sorted(pages) == sorted(
-        bad_site.url(p) for p in ("", "good/", "font/", "outline/")
+        bad_site.url(p) for p in ("", "good/", "font/", "code/", "outline/")
     )
 
 
@@ -193,3 +209,59 @@ def test_a_response_the_browser_drops_prints_nothing(tmp_path, capfd):
             assert s.recv(1024).startswith(b"HTTP/1.0 200")
     out, err = capfd.readouterr()
     assert "Traceback" not in err and "-" * 40 not in out, (out, err)
+
+
+def test_cut_off_code_and_hidden_markers_are_reported(page, bad_site):
+    """Material's defaults (the broken site has neither the site's line-number style nor
+    docs/stylesheets/code.css): a long line runs past the block's edge with a scrollbar too
+    faint to see, and the marker at its end is out of sight; the short page reports nothing."""
+    page.goto(bad_site.url("code/"), wait_until="load")
+    page.wait_for_selector(".md-annotation__index")
+    blocks = page.evaluate(codechecks.CODE_FIT_JS)
+    found = codechecks.code_fit_problems(blocks, "code")
+    text = _joined(found)
+    assert "'kernels/long.metal · lines 7–8': 1 of 2 lines cut off" in text and "has contrast" in text, text
+    assert "'a text diagram wider than any window" in text, text
+    assert "annotation markers outside the visible block: ['1']" in text, text
+    assert codechecks.count(blocks) == (2, 1, 1), "quoted lines, of them cut off, markers"
+    # a scrollbar that can be seen lets a line scroll; a hidden marker stays a problem
+    page.add_style_tag(content=".md-typeset pre > code { scrollbar-color: #222 #ddd !important; }")
+    found = codechecks.code_fit_problems(page.evaluate(codechecks.CODE_FIT_JS), "code")
+    assert len(found) == 1 and "annotation markers outside" in found[0], found
+    page.add_style_tag(content=".md-typeset pre > code { overflow-x: hidden !important; }")
+    assert "overflow-x is hidden" in _joined(codechecks.code_fit_problems(page.evaluate(codechecks.CODE_FIT_JS), "c"))
+    page.goto(bad_site.url("good/"), wait_until="load")
+    assert codechecks.code_fit_problems(page.evaluate(codechecks.CODE_FIT_JS), "good") == []
+
+
+def _nav(*titles_and_paths):
+    return [{"title": t, "href": f"http://h/{p}" if p else None, "depth": 0} for t, p in titles_and_paths]
+
+
+def test_the_sidebar_checks_name_a_repeated_title_and_the_wrong_order():
+    entry = lambda url: "/glossary/" in url  # noqa: E731
+    index = ["http://h/glossary/a/", "http://h/glossary/b/#x", "http://h/glossary/a/#again", "http://h/other/"]
+    good = _nav(("Home", ""), ("Glossary", None), ("A", "glossary/a/"), ("B", "glossary/b/"))
+    assert navchecks.sidebar_problems(good, index, entry) == []
+    twice = good + _nav(("A", "glossary/a/"))
+    found = _joined(navchecks.sidebar_problems(twice, index, entry))
+    assert "'A' is listed 2 times" in found and "http://h/glossary/a/ is listed 2 times" in found
+    swapped = _nav(("B", "glossary/b/"), ("A", "glossary/a/"))
+    assert "not in the order of the glossary's index" in _joined(navchecks.sidebar_problems(swapped, index, entry))
+    extra = good + _nav(("C", "glossary/c/"))
+    assert "links no ['http://h/glossary/c/']" in _joined(navchecks.sidebar_problems(extra, index, entry))
+    short = _nav(("A", "glossary/a/"))
+    assert "which the sidebar does not list" in _joined(navchecks.sidebar_problems(short, index, entry))
+
+
+def test_the_reach_check_names_a_page_listed_or_linked_from_nowhere():
+    entry = lambda url: "/glossary/" in url  # noqa: E731
+    pages = ["http://h/ex/one/", "http://h/ex/two/"]
+    links = {"http://h/ex/": ["http://h/ex/one/", "http://h/ex/two/#top"],
+             "http://h/glossary/a/": ["http://h/ex/one/"], "http://h/other/": ["http://h/ex/two/"]}
+    sidebar = _nav(("Home", ""), ("Two", "ex/two/"))
+    found = navchecks.reach_problems(pages, sidebar, links, "http://h/ex/", entry)
+    assert found == ["http://h/ex/two/: listed in the sidebar",
+                     "http://h/ex/two/: no glossary entry or case study links it"], found
+    assert navchecks.reach_problems(pages, sidebar, {}, "http://h/ex/", entry)[0] == \
+        "http://h/ex/one/: not linked from its index http://h/ex/"

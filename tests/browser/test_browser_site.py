@@ -12,13 +12,20 @@ below reads what that visit measured). One file, so that one process makes the t
   for the reader's scheme only.
 - Light and dark screenshots of every glossary page, and of every figure, are left in
   .screenshots/ for review (glossary-*.jpg, figures-*.png).
+- The sidebar is the learning path: each title once, the glossary entries and case studies
+  in the order the glossary's index links them, the same on every page; the exercise and
+  snippet pages are out of it, each linked from its index and from an entry (navchecks).
+- No line of code is cut off at 1280 px or at a phone's 390 px unless its block scrolls
+  with a scrollbar that can be seen, and every annotation marker shows (codechecks).
 """
 
 import pytest
 
+import codechecks
 import figurechecks
+import navchecks
 from sitechecks import check_links, coverage_problems, excerpt_problems, page_url
-from tour import is_glossary
+from tour import NARROW, VIEWPORT, is_glossary
 
 pytestmark = pytest.mark.browser
 
@@ -205,3 +212,49 @@ def test_glossary_screenshots_light_and_dark(tour, site_pages):
             problems.append(f"{url}: light and dark screenshots are identical")
     assert not problems, _joined(problems)
 
+
+
+# --------------------------------------------------------------------------- the learning path
+
+
+def test_the_sidebar_is_the_learning_path(tour, site):
+    home, index = site.url(""), site.url("glossary/")
+    sidebar = tour.looks[home].sidebar
+    problems = navchecks.sidebar_problems(sidebar, tour.looks[index].content_links, figurechecks.is_entry)
+    for url, look in tour.looks.items():
+        if look.sidebar != sidebar:
+            problems.append(f"{url}: its sidebar differs from the home page's")
+    assert not problems, _joined(problems)
+    entries = [i for i in sidebar if i["href"] and figurechecks.is_entry(i["href"])]
+    assert len(entries) >= 17, f"the sidebar lists {len(entries)} entries and case studies"
+
+
+@pytest.mark.parametrize("folder", ["exercises", "snippets"])
+def test_exercises_and_snippets_are_reached_from_their_entry_and_their_index(tour, site, site_pages, folder):
+    index = site.url(f"{folder}/")
+    pages = [u for u in site_pages if u.startswith(index) and u != index]
+    links = {url: look.content_links for url, look in tour.looks.items()}
+    problems = navchecks.reach_problems(pages, tour.looks[site.url("")].sidebar, links, index, figurechecks.is_entry)
+    assert len(pages) >= 14, pages
+    assert not problems, _joined(problems)
+
+
+# --------------------------------------------------------------------------- code a reader can read
+
+
+def test_no_code_is_cut_off_and_every_annotation_marker_shows(tour):
+    """At the desktop width and a phone's, on every page with code (measured after its
+    folded blocks are opened)."""
+    widths = (VIEWPORT["width"], NARROW["width"])
+    measured = {url: look.code_fit for url, look in tour.looks.items() if look.code_fit}
+    assert measured, "no page with code was measured"
+    problems, totals = [], {w: [0, 0, 0] for w in widths}
+    for url, by_width in measured.items():
+        if sorted(by_width) != sorted(widths):
+            problems.append(f"{url}: code measured at {sorted(by_width)} px only")
+        for width, blocks in by_width.items():
+            problems += codechecks.code_fit_problems(blocks, f"{url} ({width} px)")
+            totals[width] = [a + b for a, b in zip(totals[width], codechecks.count(blocks))]
+    quoted, _, markers = totals[VIEWPORT["width"]]
+    assert quoted > 1000 and markers > 50, f"only {quoted} quoted lines and {markers} markers measured"
+    assert not problems, _joined(problems)

@@ -11,13 +11,15 @@ judges the records with sitechecks' and figurechecks' functions, which the negat
 run on a site broken on purpose.
 
 What one visit does, in this order (each step may change what the next one sees):
-1. sitechecks' inspection (status, console, requests, headings, links, copy buttons);
+1. sitechecks' inspection (status, console, requests, headings, links, copy buttons), the
+   sidebar and the content's links (navchecks);
 2. in each scheme, the current one first (the toggle is remembered from page to page, so
    starting with it saves a click): the figures' measurements and their screenshots, the
    snippet page's scheme images, and the full-page screenshot of a glossary page;
-3. the figures in a narrow window;
-4. the folded blocks opened, the excerpt blocks read, and the line coverage measured,
-   which marks one line as unexecuted (after the screenshots, which must not show it);
+3. the folded blocks opened, and the code blocks measured (codechecks) in the desktop
+   window, then, in a phone's width, again, with the figures;
+4. the excerpt blocks read, and the line coverage measured, which marks one line as
+   unexecuted (after the screenshots, which must not show it);
 5. the first code annotation clicked.
 
 Material's search builds its index in a web worker on every page it loads: for this site's
@@ -34,12 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import codechecks
 import figurechecks
+import navchecks
 import sitechecks
 
 SCHEMES = {"default": "light", "slate": "dark"}  # Material's palette scheme -> the shot's label
 JPEG_QUALITY = 85  # full pages: code and figure text stay legible
-NARROW = {"width": 420, "height": 900}
+NARROW = {"width": 390, "height": 900}  # a phone's width
+VIEWPORT = {"width": 1280, "height": 900}  # the desktop window of the whole suite: both sidebars show
 SEARCH_INDEX = "search/search_index.json"  # Material's, relative to the site's root
 
 
@@ -56,6 +61,9 @@ class PageLook:
     excerpt_blocks: list[dict] | None = None  # sitechecks.code_blocks, folded blocks open
     coverage: dict[str, dict] = field(default_factory=dict)  # label -> COVERAGE_JS
     scheme_problems: list[str] = field(default_factory=list)
+    sidebar: list[dict] = field(default_factory=list)  # navchecks.NAV_JS
+    content_links: list[str] = field(default_factory=list)  # navchecks.CONTENT_LINKS_JS
+    code_fit: dict[int, list[dict]] = field(default_factory=dict)  # window width -> codechecks.CODE_FIT_JS
 
 
 def page_name(url: str) -> str:
@@ -103,7 +111,7 @@ def tour_site(context, site, urls, *, excerpt_pages: set[str], unexecuted_class:
 
 def _look(page, visit, *, excerpt: bool, unexecuted_class: str, screenshots_dir: Path, viewport: dict) -> PageLook:
     url = visit.url
-    out = PageLook(url)
+    out = PageLook(url, sidebar=page.evaluate(navchecks.NAV_JS), content_links=page.evaluate(navchecks.CONTENT_LINKS_JS))
     entry, glossary, snippet = figurechecks.is_entry(url), is_glossary(url), figurechecks.is_snippet_figure_page(url)
     if entry or glossary or snippet:
         current = sitechecks.color_scheme(page)
@@ -127,9 +135,16 @@ def _look(page, visit, *, excerpt: bool, unexecuted_class: str, screenshots_dir:
                 path = screenshots_dir / f"{page_name(url)}-{label}.jpg"
                 page.screenshot(path=str(path), type="jpeg", quality=JPEG_QUALITY, full_page=True)
                 out.screenshots[label] = path
-    if entry:
+    code = visit.code_blocks > 0
+    if code:
+        sitechecks.open_folded(page)
+        out.code_fit[viewport["width"]] = page.evaluate(codechecks.CODE_FIT_JS)
+    if entry or code:
         page.set_viewport_size(NARROW)
-        out.narrow_figures = page.evaluate(figurechecks.FIGURES_JS)
+        if entry:
+            out.narrow_figures = page.evaluate(figurechecks.FIGURES_JS)
+        if code:
+            out.code_fit[NARROW["width"]] = page.evaluate(codechecks.CODE_FIT_JS)
         page.set_viewport_size(viewport)
     if excerpt:
         sitechecks.open_folded(page)

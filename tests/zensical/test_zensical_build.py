@@ -147,7 +147,8 @@ def pages(site: Path) -> list[str]:
 
 def _excerpt_code(page_html: str) -> list[str]:
     """The text of each excerpt's code (line numbers and tags stripped)."""
-    blocks = re.findall(r'<td class="code">(.*?)</td>', page_html, re.S)
+    blocks = [b for b in re.findall(r"<pre><span></span><code>(.*?)</code></pre>", page_html, re.S)
+              if "data-linenos" in b]  # (the numbers are empty spans: pymdownx-inline)
     return [html.unescape(re.sub(r"<[^>]+>", "", b)) for b in blocks]
 
 
@@ -162,7 +163,7 @@ def excerpt_problems(site: Path, page: str, file: str, start: int, end: int) -> 
     at = text.find(title)
     if at < 0:
         return [f"{page}: no block titled {shown} · {span}"]
-    block = text[at:text.find("</table>", at)]
+    block = text[at:text.find("</code></pre>", at)]
     numbers = [int(n) for n in re.findall(r'href="#__codelineno-\d+-(\d+)"', block)]
     problems = []
     if numbers != list(range(start, end + 1)):
@@ -227,6 +228,23 @@ def test_a_figure_that_cannot_be_drawn_fails_the_zensical_build(fixture_root, tm
         assert not (tmp_path / "site").exists(), "no site from a failed build"
     finally:
         page.write_text(PAGE)
+
+
+def test_an_unlinked_first_mention_fails_the_zensical_build(fixture_root, tmp_path):
+    """The term-link check (docs_hooks/term_links.py) runs under Zensical as under MkDocs."""
+    entry = fixture_root / "docs" / "glossary" / "widget.md"
+    index = fixture_root / "docs" / "index.md"
+    saved = index.read_text()
+    entry.write_text("---\nterms: [widget, widgets]\n---\n\n# Widget\n\nA widget.\n")
+    index.write_text(saved + "\nTwo widgets, unlinked.\n")
+    try:
+        run = _zensical(fixture_root, tmp_path / "site")
+        assert run.returncode != 0
+        assert ("docs/index.md:5: first mention of 'widgets' does not link its entry: write "
+                "[widgets](glossary/widget.md)") in run.stdout + run.stderr
+    finally:
+        entry.unlink()
+        index.write_text(saved)
 
 
 def test_a_plain_zensical_build_says_it_is_incomplete_and_fails(fixture_root):
