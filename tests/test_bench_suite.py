@@ -4,13 +4,14 @@ clean clone (not what is only in the working tree), and its numbers are the run'
 from __future__ import annotations
 
 import io
-import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from gemmglossary.bench import suite
+
+import git_repo  # tests/, on sys.path as the rootdir conftest's folder
 
 BURN = textwrap.dedent("""\
     import time
@@ -29,11 +30,7 @@ def _project(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "tiny"], check=True)
-    return root
+    return git_repo.commit_all(root)
 
 
 def test_the_committed_suite_is_run_and_timed(tmp_path):

@@ -10,11 +10,23 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from gemmglossary import paths
-from gemmglossary.exercises import spec
+from gemmglossary.exercises import spec, workspace
 
 EXERCISES = spec.all_exercises()
 MISTAKES = [(e, m) for e in EXERCISES for m in e.mistakes]
+#: The exercise whose kernel is the cheapest to compile, for tests of the command itself.
+CHEAPEST = "scale_add"
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    monkeypatch.setenv(workspace.ENV_VAR, str(tmp_path / "ws"))
+    monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "emulator")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "ws"
 
 
 def mistake_file(exercise: spec.Exercise, mistake: spec.Mistake) -> Path:

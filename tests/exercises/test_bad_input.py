@@ -15,15 +15,7 @@ from gemmglossary.exercises import spec, workspace
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import read_only  # noqa: E402
 
-NAME = "scale_add"  # the cheapest kernel to compile
-
-
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
-    monkeypatch.setenv(workspace.ENV_VAR, str(tmp_path / "ws"))
-    monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "emulator")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "ws"
+from .conftest import CHEAPEST as NAME
 
 
 def _one_line(capsys, *words):

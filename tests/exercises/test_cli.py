@@ -7,20 +7,10 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from gemmglossary import cli, paths
 from gemmglossary.exercises import spec, workspace
 
-NAME = "scale_add"  # the cheapest kernel to compile
-
-
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
-    monkeypatch.setenv(workspace.ENV_VAR, str(tmp_path / "ws"))
-    monkeypatch.setenv("GEMMGLOSSARY_BACKEND", "emulator")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "ws"
+from .conftest import CHEAPEST as NAME
 
 
 def _rows(out: str) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from mkdocs.config import load_config
 from gemmglossary.bench import serve as bench_serve
 from gemmglossary.docs_hooks import figures as figures_ext
 from gemmglossary.docs_hooks import serve, snippet_deferred
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import git_repo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE_HOOK = ROOT / "docs" / ".hooks" / "serve.py"
@@ -163,11 +167,7 @@ def _served_project(root: Path) -> Path:
     (root / "mkdocs.yml").write_text(yaml.safe_dump({
         "site_name": "tiny", "docs_dir": "docs", "strict": True, "hooks": [str(SNIPPETS_HOOK), str(SERVE_HOOK)],
         "plugins": [plugin], "nav": ["index.md", "snippets/s.py"]}))
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "tiny"], check=True)
-    return root
+    return git_repo.commit_all(root)
 
 
 def test_bench_serve_times_the_first_page_and_both_edits(tmp_path):

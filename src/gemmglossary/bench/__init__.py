@@ -186,15 +186,27 @@ def emulator_sizes(text: str) -> list[int]:
     return square_sizes(text, "emulator")
 
 
-def _kernels(text: str) -> list[str]:
-    from ..kernels import KERNELS as TABLE
+def _names(what: str, known, *, empty_ok: bool):
+    """An argparse type for a comma-separated list of names out of ``known()`` (read when
+    the option is parsed, so --help imports nothing heavy): an unknown name, or an empty
+    list where `empty_ok` is false, is one line naming the known ones."""
 
-    names = [k for k in text.split(",") if k]
-    unknown = [k for k in names if k not in TABLE]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown kernel(s) {', '.join(unknown) or repr(text)}; "
-                                         f"known: {', '.join(TABLE)}")
-    return names
+    def parse(text: str) -> list[str]:
+        table = known()
+        names = [k for k in text.split(",") if k]
+        unknown = [k for k in names if k not in table]
+        if unknown or not (names or empty_ok):
+            raise argparse.ArgumentTypeError(f"unknown {what}(s) {', '.join(unknown) or repr(text)}; "
+                                             f"known: {', '.join(table)}")
+        return names
+
+    return parse
+
+
+def _kernel_names() -> tuple[str, ...]:
+    from ..kernels import KERNELS
+
+    return tuple(KERNELS)
 
 
 def _matvec_names() -> tuple[str, ...]:
@@ -203,27 +215,15 @@ def _matvec_names() -> tuple[str, ...]:
     return PRODUCTS
 
 
-def _products(text: str) -> list[str]:
-    names = [k for k in text.split(",") if k]
-    unknown = [k for k in names if k not in _matvec_names()]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown product(s) {', '.join(unknown)}; known: {', '.join(_matvec_names())}")
-    return names
-
-
 def _library_names() -> tuple[str, ...]:
     from .library_compile import FILES
 
     return FILES
 
 
-def _libraries(text: str) -> list[str]:
-    names = [k for k in text.split(",") if k]
-    unknown = [k for k in names if k not in _library_names()]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown llama.cpp file(s) {', '.join(unknown)}; "
-                                         f"known: {', '.join(_library_names())}")
-    return names
+_kernels = _names("kernel", _kernel_names, empty_ok=False)
+_products = _names("product", _matvec_names, empty_ok=True)
+_libraries = _names("llama.cpp file", _library_names, empty_ok=True)
 
 
 def _run_emulator(a) -> int:
