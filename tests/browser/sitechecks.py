@@ -13,7 +13,6 @@ import http.server
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -22,6 +21,9 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import mkdocs_cli  # noqa: E402 - MkDocs' command in this process (tests/mkdocs_cli.py)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_MISSING = "Debian chromium not installed (apt-get install chromium)"
@@ -51,23 +53,17 @@ COPY_BUTTON = "button.md-clipboard, button.md-code__button[data-md-type='copy']"
 def build_site(config_file: Path, site_dir: Path, *, strict: bool = True) -> str:
     """Run ``mkdocs build`` for *config_file* into *site_dir*; return its log.
 
-    Raises RuntimeError with the full log when the build fails.
+    Raises RuntimeError with the full log when the build fails. MkDocs' command runs in
+    this process (tests/mkdocs_cli.py: the subprocess's start-up is most of a small build).
     """
-    cmd = [sys.executable, "-m", "mkdocs", "build", "-f", str(config_file), "-d", str(site_dir)]
+    args = ["-f", str(config_file), "-d", str(site_dir)]
     if strict:
-        cmd.append("--strict")
+        args.append("--strict")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    proc = subprocess.run(
-        cmd,
-        cwd=config_file.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = mkdocs_cli.build(args, cwd=config_file.parent, env=env)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        raise RuntimeError(f"mkdocs build failed ({' '.join(cmd)}):\n{log}")
+        raise RuntimeError(f"mkdocs build failed ({' '.join(proc.args)}):\n{log}")
     return log
 
 
