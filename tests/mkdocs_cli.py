@@ -14,8 +14,11 @@ handlers, level and propagation, the filters added to the build's logger (MkDocs
 ``DuplicateFilter`` would otherwise hide a warning that an earlier build of the same
 process printed), the warning filters, the line width of its log (none, as on a pipe), the environment and the working folder.
 
-Builds whose output includes what their own child processes print (the snippets' kernels)
-stay subprocesses: the child's stderr is not this process's ``sys.stderr``.
+The processes a build starts (the snippets' kernels) write to this process's file
+descriptors, not to ``sys.stderr``: with ``children=True`` descriptors 1 and 2 go to a file
+of their own during the build, and what was written there is added to the stderr returned
+(after MkDocs' log, where a subprocess would have interleaved them), so that a test of
+what a kernel prints still sees it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 import traceback
 import warnings
 from pathlib import Path
@@ -55,9 +59,28 @@ def _mkdocs_state_kept():
                 del sys.modules[name]
 
 
-def build(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+@contextlib.contextmanager
+def _descriptors_to(file):
+    """File descriptors 1 and 2 (and so the children started meanwhile) write to *file*."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(file.fileno(), 1)
+        os.dup2(file.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+def build(args: list[str], *, cwd: Path, env: dict[str, str] | None = None,
+          children: bool = False) -> subprocess.CompletedProcess:
     """``mkdocs build ARGS`` in *cwd* with *env* (``None``: this process's environment),
-    as :func:`subprocess.run` with ``capture_output=True, text=True`` would report it."""
+    as :func:`subprocess.run` with ``capture_output=True, text=True`` would report it;
+    *children*: with what the processes it starts write (see the module's text)."""
     from click.testing import CliRunner
     from mkdocs.__main__ import cli
 
@@ -66,11 +89,16 @@ def build(args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> s
     if env is not None:
         changes = {k: None for k in os.environ if k not in env}
         changes.update({k: v for k, v in env.items() if os.environ.get(k) != v})
-    with _mkdocs_state_kept(), contextlib.chdir(cwd):
-        result = CliRunner().invoke(cli, argv, env=changes, catch_exceptions=True)
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as written:
+        descriptors = _descriptors_to(written) if children else contextlib.nullcontext()
+        with _mkdocs_state_kept(), contextlib.chdir(cwd), descriptors:
+            result = CliRunner().invoke(cli, argv, env=changes, catch_exceptions=True)
+        written.seek(0)
+        printed = written.read()
     stderr = result.stderr
     code = result.exit_code
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         stderr += "".join(traceback.format_exception(*result.exc_info))
         code = 1
+    stderr += printed
     return subprocess.CompletedProcess([sys.executable, "-m", "mkdocs", *argv], code, result.stdout, stderr)
