@@ -15,10 +15,22 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("query, expected", CASES, ids=[q for q, _ in CASES])
-def test_search_returns_the_expected_page_first(page, site, query, expected):
-    requests = []
+@pytest.fixture(scope="module")
+def search_page(context):
+    """One tab for the module's searches, which share its load of the home page
+    (sitechecks.search_results), with every request it made since it opened."""
+    page = context.new_page()
+    requests: list[str] = []
     page.on("request", lambda req: requests.append(req.url))
+    try:
+        yield page, requests
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("query, expected", CASES, ids=[q for q, _ in CASES])
+def test_search_returns_the_expected_page_first(search_page, site, query, expected):
+    page, requests = search_page
     results = search_results(page, site.base_url, query)
     external = [u for u in requests if is_external_request(u, site.netloc)]
     assert not external, f"searching {query!r} requested other hosts: {external}"

@@ -7,7 +7,6 @@ the point is the syntax, the errors and where they point.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -17,6 +16,9 @@ import pytest
 
 from gemmglossary.docs_hooks import facts
 from gemmglossary.mlx import matmul as mm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import mkdocs_cli  # noqa: E402 - MkDocs' command in this process (tests/mkdocs_cli.py)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -157,8 +159,7 @@ def test_mkdocs_build_expands_facts_and_fails_on_a_bad_one(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 
     def build():
-        return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        return mkdocs_cli.build(["--strict", "-d", tmp_path / "site"], cwd=tmp_path, env=env)
 
     run = build()
     assert run.returncode == 0, run.stderr

@@ -11,7 +11,6 @@ the same rule is in tests/zensical.)
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 import types
@@ -23,6 +22,9 @@ import pytest
 from gemmglossary.docs_hooks import glossary_terms
 from gemmglossary.docs_hooks.glossary_terms import TermsError
 from gemmglossary.docs_hooks.term_links import TermLinkError, link_targets
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import mkdocs_cli  # noqa: E402 - MkDocs' command in this process (tests/mkdocs_cli.py)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -259,9 +261,8 @@ def test_a_strict_build_fails_on_an_unlinked_first_mention(tmp_path):
         (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
 
     def build():
-        return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+        return mkdocs_cli.build(["--strict", "-d", tmp_path / "site"], cwd=tmp_path,
+                                env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     run = build()
     assert run.returncode == 0, run.stdout + run.stderr
     (tmp_path / "docs" / "index.md").write_text("# Links\n\nTwo barriers, then\nthe [page](glossary/barriers.md).\n")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -14,6 +14,9 @@ from gemmglossary import vendor
 from gemmglossary.excerpts.update import update
 
 from .conftest import REPO
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import mkdocs_cli  # noqa: E402 - MkDocs' command in this process (tests/mkdocs_cli.py)
 
 pytestmark = pytest.mark.slow
 
@@ -58,10 +61,7 @@ def site(with_mlx):
 
 def build(root, *args):
     env = {**os.environ, "GEMMGLOSSARY_ROOT": str(root), "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", *args, "-d", str(root / "site")],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300,
-    )
+    return mkdocs_cli.build([*args, "-d", str(root / "site")], cwd=root, env=env)
 
 
 def test_strict_build_expands_excerpts(site):

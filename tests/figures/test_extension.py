@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -15,6 +14,9 @@ import pytest
 
 from gemmglossary.docs_hooks import figures as ext
 from gemmglossary.figures import FigureError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import mkdocs_cli  # noqa: E402 - MkDocs' command in this process (tests/mkdocs_cli.py)
 
 
 def convert(text: str, page: Path | None = None) -> str:
@@ -97,8 +99,7 @@ def test_mkdocs_build_draws_figures_and_fails_on_one_it_cannot_make(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 
     def build():
-        return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        return mkdocs_cli.build(["--strict", "-d", tmp_path / "site"], cwd=tmp_path, env=env)
 
     run = build()
     assert run.returncode == 0, run.stderr

@@ -31,6 +31,9 @@ import yaml
 from gemmglossary.docs_hooks import snippets as snippets_hook
 from snippet_scripts import run_script, script_env
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import mkdocs_cli  # noqa: E402 - MkDocs' command in this process (tests/mkdocs_cli.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = snippets_hook.snippet_paths(ROOT)
 HOOK = ROOT / "docs" / ".hooks" / "snippets.py"
@@ -168,15 +171,14 @@ def _decoy_kernelspec(folder: Path) -> Path:
 
 
 def _build(root: Path) -> subprocess.CompletedProcess:
-    mkdocs = Path(sys.executable).with_name("mkdocs")
+    """``mkdocs build --strict`` of the tiny site, run by MkDocs' command in this process
+    (tests/mkdocs_cli.py), with what the snippets' kernels print in its stderr."""
     decoy = root.parent / "user-jupyter"
     if not decoy.exists():
         _decoy_kernelspec(decoy)
-    return subprocess.run(
-        [str(mkdocs), "build", "--strict", "-f", str(root / "mkdocs.yml"), "-d", str(root / "site")],
-        cwd=root, env=script_env(GEMMGLOSSARY_ROOT=str(root), JUPYTER_DATA_DIR=str(decoy),
-                           NO_MKDOCS_2_WARNING="1"),
-        capture_output=True, text=True, timeout=600,
+    return mkdocs_cli.build(
+        ["--strict", "-f", root / "mkdocs.yml", "-d", root / "site"], cwd=root, children=True,
+        env=script_env(GEMMGLOSSARY_ROOT=str(root), JUPYTER_DATA_DIR=str(decoy), NO_MKDOCS_2_WARNING="1"),
     )
 
 
@@ -355,7 +357,8 @@ def test_snippets_are_executed_side_by_side_and_every_failure_waits_for_the_rest
 
 @pytest.mark.slow
 def test_tiny_site_build_fails_on_a_broken_snippet(tmp_path: Path):
-    root = _tiny_site(tmp_path / "site-src", {"good.py": GOOD, "broken.py": BROKEN})
+    # beside a snippet that runs (the one that draws no figure: a kernel without matplotlib)
+    root = _tiny_site(tmp_path / "site-src", {"alone.py": ALONE, "broken.py": BROKEN})
     proc = _build(root)
     assert proc.returncode != 0, "a snippet that raises must fail the build"
     assert "broken on purpose" in proc.stdout + proc.stderr

@@ -36,6 +36,9 @@ from gemmglossary.excerpts.update import update
 
 REPO = Path(__file__).resolve().parents[2]
 
+sys.path.insert(0, str(REPO / "tests"))
+import mkdocs_cli  # noqa: E402 - MkDocs' command in this process (tests/mkdocs_cli.py)
+
 pytestmark = pytest.mark.slow
 
 if not Path(sys.executable).with_name("zensical").is_file():
@@ -137,8 +140,7 @@ def _zensical(root: Path, site: Path) -> subprocess.CompletedProcess:
 
 def _mkdocs(root: Path, site: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "GEMMGLOSSARY_ROOT": str(root), "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    return mkdocs_cli.build(["--strict", "-d", site], cwd=root, env=env)
 
 
 def pages(site: Path) -> list[str]:
