@@ -37,6 +37,41 @@ def test_second_load_is_a_cache_hit():
     assert not k3.cache_hit
 
 
+def test_an_entry_of_the_same_translation_unit_copies_its_object():
+    # a define the source never reads is another key, the same kernel.cpp: one compile
+    src = _unique_source(3.0)
+    before = dict(build_stats)
+    k1 = load_kernel(src, "k")
+    k2 = load_kernel(src, "k", defines={"NEVER_READ": 1})
+    assert build_stats["compiles"] == before["compiles"] + 1
+    assert build_stats["shared"] == before["shared"] + 1 and not k2.cache_hit
+    assert k1.so.parent != k2.so.parent and k1.so.read_bytes() == k2.so.read_bytes()
+    o = np.zeros(1, np.float32)
+    k2(o, threads=1, threads_per_threadgroup=1)
+    assert o[0] == 3
+
+
+def test_another_flag_or_compiler_is_another_translation_unit():
+    unit = build.translation_unit("int x;", "g++", "g++ 12", ["-O2"])
+    assert unit == build.translation_unit("int x;", "g++", "g++ 12", ["-O2"])
+    assert len({unit, build.translation_unit("int x;", "g++", "g++ 12", ["-O0", "--coverage"]),
+                build.translation_unit("int x;", "clang++", "clang 16", ["-O2"]),
+                build.translation_unit("int y;", "g++", "g++ 12", ["-O2"])}) == 4
+
+
+def test_a_shared_object_whose_entry_is_damaged_is_compiled_again():
+    src = _unique_source(4.0)
+    k1 = load_kernel(src, "k")
+    k1.so.unlink()  # the entry that compiled the unit is damaged: its object is missing
+    before = dict(build_stats)
+    with pytest.warns(CacheWarning, match="damaged"):
+        k2 = load_kernel(src, "k", defines={"NEVER_READ": 2})
+    assert build_stats["compiles"] == before["compiles"] + 1 and build_stats["shared"] == before["shared"]
+    o = np.zeros(1, np.float32)
+    k2(o, threads=1, threads_per_threadgroup=1)
+    assert o[0] == 4
+
+
 # A fresh interpreter loads the kernel (as the next session would); it must survive,
 # warn, and compute the right value.
 LOAD = """

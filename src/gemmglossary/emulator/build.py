@@ -79,7 +79,9 @@ def cxxflags(ver: str) -> list[str]:
     return [g for f in CXXFLAGS for g in (("-g1", "-gstatement-frontiers") if f == "-g" else (f,))]
 
 
-stats = {"compiles": 0, "cache_hits": 0}
+#: compiles: objects compiled; shared: entries that took the object another entry compiled
+#: from the same translation unit (translation_unit); cache_hits: entries read from the cache
+stats = {"compiles": 0, "shared": 0, "cache_hits": 0}
 
 
 def cache_root() -> Path:
@@ -482,6 +484,54 @@ def _compile(d: Path, pre: str, filename: str, function_constants: dict | None, 
     d.mkdir(parents=True, exist_ok=True)
     src = d / "kernel.cpp"
     _cache.atomic_write(src, rw.text.encode())
+    # Entries whose translation units are the same (the kernel a key names is not always
+    # cut out: a file's plain kernels are all kept, and a define the source never reads
+    # changes the key, not the text) share one compile: the first compiles, the others copy
+    # its object (one build at a time, the others wait: workers that want it together).
+    unit = translation_unit(rw.text, cxx, ver, flags)
+    with exclusive(unit.with_name(f".{unit.name}.lock")):
+        shared = _compiled_unit(unit, d, manifest)
+        if shared is not None:
+            return shared
+        so, manifest, hit = _compile_unit(d, src, manifest, cxx, ver, flags)
+        _cache.atomic_write(unit, d.name.encode())
+        return so, manifest, hit
+
+
+def translation_unit(text: str, cxx: str, ver: str, flags: list[str]) -> Path:
+    """The record of which cache entry compiled the kernel.cpp `text` with this compiler
+    and these flags (everything else that makes the object: the runtime object's key is
+    made of the same, link_flags are no part of any key): ``units/<hash>``, naming it."""
+    key = hashlib.sha256("\0".join([text, cxx, ver, shim_hash(), " ".join(flags)]).encode()).hexdigest()[:24]
+    d = cache_root() / "units"
+    d.mkdir(exist_ok=True)
+    return d / key
+
+
+def _compiled_unit(unit: Path, d: Path, manifest: dict):
+    """Entry `d` as a copy of the object that `unit` records, with its own `manifest`; None
+    if there is none (never compiled, or the entry is gone or damaged: compile)."""
+    try:
+        name = unit.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    other = cache_root() / name
+    if not name or "/" in name or other == d:
+        return None
+    found = _cache.read_kernel_entry(other)  # verified (a damaged one is removed, with a warning)
+    if found is None:
+        return None
+    tmp = d / f".kernel.so.{os.getpid()}"
+    shutil.copyfile(found[0], tmp)
+    dsym = found[0].with_name(found[0].name + ".dSYM")  # (macOS: the debug info the symbolizer reads)
+    if dsym.is_dir():
+        shutil.copytree(dsym, tmp.with_name(tmp.name + ".dSYM"), dirs_exist_ok=True)
+    stats["shared"] += 1
+    so, manifest = _cache.write_kernel_entry(d, tmp, manifest)
+    return so, manifest, False
+
+
+def _compile_unit(d: Path, src: Path, manifest: dict, cxx: str, ver: str, flags: list[str]):
     rt = runtime_object()
     tmp = d / f".kernel.so.{os.getpid()}"
     includes = [arg for d in shim_include_dirs() for arg in ("-I", str(d))]
