@@ -201,6 +201,44 @@ def test_two_checkouts_never_share_a_precompiled_shim(monkeypatch, tmp_path):
     assert build.shim_hash.__wrapped__() == here
 
 
+#: Modules the rewriter imports that read no kernel source: abi.py reads mslemu_abi.h (in the
+#: shim folder, hashed whole) and errors.py formats messages.
+READS_NO_SOURCE = {"abi.py", "errors.py"}
+
+
+def _local_imports(path: Path, package: Path) -> set[Path]:
+    """The modules of gemmglossary's emulator/ and msl/ folders that `path` imports."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = path.parent
+            for _ in range(node.level - 1):
+                base = base.parent
+            parts = (node.module or "").split(".") if node.module else []
+            target = base.joinpath(*parts)
+            names = [target.with_suffix(".py")] if parts else [base / f"{a.name}.py" for a in node.names]
+            found |= {n for n in names if n.is_file() and n.parent.name in ("emulator", "msl")
+                      and n.parent.parent == package}
+    return found
+
+
+def test_every_module_the_rewriter_reads_source_with_is_part_of_the_shim_hash():
+    # an edit to a rewrite pass must rebuild the cached kernels: the hash lists those files
+    package = build.HERE.parent
+    hashed = set(build.rewriter_sources())
+    seen, todo = set(), [build.HERE / "rewrite.py"]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += sorted(_local_imports(module, package))
+    missing = sorted(p.name for p in seen - hashed if p.name not in READS_NO_SOURCE)
+    assert not missing, f"rewrite.py reads source with {missing}, which build.rewriter_sources() leaves out"
+    assert all(p.is_file() for p in hashed), "build.rewriter_sources() names a file that is gone"
+
+
 def test_processes_wanting_the_same_new_kernel_compile_it_once():
     # the suite runs on every core; two processes asking for one kernel at the same moment
     # must share one compile (the second waits for the first's entry), not make two

@@ -47,6 +47,16 @@ def _launcher(name: str):
     return run
 
 
+def _square_operands(n: int):
+    """A and B, n×n float32 in [-1, 1) from a seed of n (the same at each size), and C zeroed."""
+    import numpy as np
+
+    rng = np.random.default_rng(n)
+    a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    return a, b, np.zeros((n, n), np.float32)
+
+
 def bench_emulator(sizes=SIZES, kernels=KERNELS, repeats: int = 3, race_check: bool = True, out=sys.stdout) -> list:
     """Best-of-`repeats` times, the emulator and numpy measured alternately so that a burst
     of load on the machine hits both. numpy's BLAS threads keep spinning for a while after
@@ -58,10 +68,7 @@ def bench_emulator(sizes=SIZES, kernels=KERNELS, repeats: int = 3, race_check: b
     for name in kernels:
         run = _launcher(name)
         for n in sizes:
-            rng = np.random.default_rng(n)
-            a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-            b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-            c = np.zeros((n, n), np.float32)
+            a, b, c = _square_operands(n)
             run(a, b, c, n, race_check=race_check)  # warm-up (compiles on first use)
             ref = a.astype(np.float64) @ b.astype(np.float64)
             ok = bool(np.allclose(c, ref, rtol=1e-3, atol=1e-3))
@@ -98,10 +105,7 @@ def bench_device_races(sizes=SIZES, kernels=KERNELS, repeats: int = 3, out=sys.s
     for name in kernels:
         run = _launcher(name)
         for n in sizes:
-            rng = np.random.default_rng(n)
-            a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-            b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-            c = np.zeros((n, n), np.float32)
+            a, b, c = _square_operands(n)
             run(a, b, c, n, device_races=True)  # warm-up: compiles the instrumented build on first use
             ok = bool(np.allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3))
             best = {False: float("inf"), True: float("inf")}

@@ -112,6 +112,17 @@ def compiler() -> tuple[str, str]:
                        "(or set CXX); neither g++ nor clang++ was found")
 
 
+def rewriter_sources() -> tuple[Path, ...]:
+    """The Python that turns a kernel's source into kernel.cpp: the rewriter, its passes and
+    the parts of gemmglossary.msl it reads source with (tests/emulator/test_cache.py checks
+    that every module rewrite.py imports from either is here, or reads no kernel source)."""
+    msl = HERE.parent / "msl"
+    return (HERE / "rewrite.py", HERE / "threadgroup_members.py", HERE / "vector_brace_lists.py",
+            HERE / "template_deduction.py", HERE / "range_designators.py", HERE / "conditionals.py",
+            HERE / "union_copies.py", HERE / "build.py", HERE / "shimgen.py",
+            *(msl / f for f in ("lexer.py", "tokens.py", "signature.py", "macros.py", "expressions.py")))
+
+
 @lru_cache(maxsize=1)
 def shim_hash() -> str:
     h = hashlib.sha256(EMULATOR_VERSION.encode())
@@ -119,12 +130,7 @@ def shim_hash() -> str:
     # cache, and a precompiled shim or runtime carries its own files' paths into every
     # report, so one checkout must never use another's.
     h.update(str(HERE).encode())
-    # The rewriter and the parts of gemmglossary.msl it reads source with.
-    msl = HERE.parent / "msl"
-    files = [HERE / "rewrite.py", HERE / "threadgroup_members.py", HERE / "vector_brace_lists.py",
-             HERE / "template_deduction.py", HERE / "range_designators.py", HERE / "conditionals.py", HERE / "union_copies.py",
-             HERE / "build.py", HERE / "shimgen.py",
-             *(msl / f for f in ("lexer.py", "tokens.py", "signature.py", "macros.py", "expressions.py"))]
+    files = list(rewriter_sources())
     for d in (SHIM_DIR, HERE / "cpp"):
         files += sorted(d.rglob("*"))
     for p in files:
