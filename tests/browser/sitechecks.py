@@ -495,6 +495,7 @@ def open_folded(page) -> None:
     """Open the folded blocks (pymdownx.details, e.g. the exercises' reference solutions), as
     a reader would click them open: a closed block renders no line numbers."""
     page.evaluate("() => document.querySelectorAll('.md-content details').forEach(d => { d.open = true; })")
+    settle_transitions(page)  # (a block kept folded through a change of scheme fades once shown)
 
 
 # What a reader's browser makes of the line coverage (gemmglossary.coverage.site and
@@ -691,4 +692,36 @@ def set_color_scheme(page, scheme: str, *, timeout_ms: int = 10_000) -> str | No
         except Exception:
             return f"palette toggle did not change the scheme from {current!r}"
         current = color_scheme(page)
+        settle_transitions(page)
     return None if current == scheme else f"could not reach scheme {scheme!r} (at {current!r})"
+
+
+#: Waits, frame by frame, until Material has finished switching the palette (it marks the
+#: body while it switches) and no CSS transition runs: a transition starts at the first
+#: style update after a change, so it is looked for again on the frame after one ends.
+SETTLE_TRANSITIONS_JS = """async () => {
+  const frame = () => new Promise(resolve => requestAnimationFrame(resolve));
+  for (let quiet = 0, frames = 0; quiet < 2 && frames < 300; frames++) {  // (5 s at most)
+    await frame();
+    getComputedStyle(document.body).backgroundColor;  // (a style update: pending transitions start)
+    const running = document.getAnimations().filter(a => a instanceof CSSTransition);
+    if (document.body.hasAttribute('data-md-color-switching') || running.length) {
+      quiet = 0;
+      await Promise.all(running.map(a => a.finished.catch(() => null)));
+    } else {
+      quiet += 1;
+    }
+  }
+}"""
+
+
+def settle_transitions(page) -> None:
+    """Let the transitions a change of palette started run to their end.
+
+    Material fades the background of code blocks (and of other parts) over 125 to 250 ms,
+    while a custom property such as a scrollbar's colour changes at once: a style read in
+    between pairs the new scheme's colours with the old scheme's background (a stop's CI
+    failed so, measuring a scrollbar's contrast as 1.3 on a code block still half dark).
+    A block inside a closed <details> is not restyled while it is folded: it starts its
+    fade when it is opened, so open_folded settles too."""
+    page.evaluate(SETTLE_TRANSITIONS_JS)

@@ -24,6 +24,7 @@ import pytest
 import codechecks
 import figurechecks
 import navchecks
+import sitechecks
 from sitechecks import check_links, coverage_problems, excerpt_problems, page_url
 from tour import NARROW, VIEWPORT, is_glossary
 
@@ -188,6 +189,28 @@ def test_the_checks_catch_a_broken_figure(page, site_pages):
     assert figurechecks.narrow_problems([f], url), "a figure wider than its column passes the narrow check"
     page.add_style_tag(content=".md-typeset .gg-figure svg { width: 200px !important; }")
     assert "text rendered at" in " ".join(figurechecks.figure_problems(page.evaluate(figurechecks.FIGURES_JS)[0], "small"))
+
+
+def test_a_switch_of_scheme_is_measured_after_its_fades(page, site_pages):
+    """Every look at a scheme's colours reads them once Material's fades have ended: the
+    background of a code block, read just after set_color_scheme (a shown block) or after
+    open_folded (a block folded through the switch), is the one it keeps."""
+    url = next(u for u in figurechecks.entries(site_pages) if u.rstrip("/").endswith("epilogue-fusion"))
+    page.goto(url, wait_until="load")
+    backgrounds = """() => Array.from(document.querySelectorAll('.md-content pre > code'))
+      .filter(c => c.closest('details') === null || c.closest('details').open)
+      .map(c => getComputedStyle(c).backgroundColor)"""
+    folded = page.evaluate("() => document.querySelectorAll('.md-content details:not([open]) pre > code').length")
+    assert folded, f"{url} has no folded code block to test with"
+    for scheme in ("slate", "default", "slate"):
+        assert sitechecks.set_color_scheme(page, scheme) is None
+        shown = page.evaluate(backgrounds)
+        sitechecks.open_folded(page)
+        now = page.evaluate(backgrounds)
+        assert len(set(now)) == 1 and now[0] == shown[0], f"{scheme}: {now} (shown: {shown})"
+        page.wait_for_timeout(400)  # (Material's longest fade is 250 ms)
+        assert page.evaluate(backgrounds) == now, f"{scheme}: a code background was still changing"
+        page.evaluate("() => document.querySelectorAll('.md-content details').forEach(d => { d.open = false; })")
 
 
 # --------------------------------------------------------------------------- screenshots
