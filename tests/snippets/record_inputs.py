@@ -25,7 +25,11 @@ def _record_inputs() -> None:
 
     def record(event: str, args) -> None:
         if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
-            opened.add(os.path.abspath(os.fsdecode(args[0])))
+            path = os.path.abspath(os.fsdecode(args[0]))
+            # (bytecode is the import system's cache of a module whose source `modules`
+            # names: some Pythons report reading it, Debian's 3.11.2 among them)
+            if not path.endswith(".pyc"):
+                opened.add(path)
         elif event == "subprocess.Popen":
             launched.update(os.path.abspath(str(a)) for a in (args[1] or ()) if os.path.exists(str(a)))
 
