@@ -60,15 +60,30 @@ def _bytes(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1).view(np.int8)
 
 
+# The function constants each file's kernel below is run with, as the host would give them
+# for that call. A file is compiled once per set of values (the emulator makes function
+# constants compile-time values), so the whole-file test compiles it with these too: the
+# kernels then come from the same library. (A whole llama.cpp file costs 2 to 16 CPU-s.)
+CONSTANTS = {
+    "softmax": {},
+    "norm": dict(FC_norm_use_scale=False),
+    "binbcast": dict(FC_bin_op=0, FC_bin_f=1, FC_bin_rb=False, FC_bin_cb=False),
+    "mul_mv": dict(FC_mul_mv_nsg=1, FC_mul_mv_nxpsg=8, FC_mul_mv_ne12=1, FC_mul_mv_r2=1, FC_mul_mv_r3=1,
+                   FC_mul_mv_split=False),
+    "mul_mm": dict(FC_mul_mm_bc_inp=False, FC_mul_mm_bc_out=False, FC_mul_mm_ne12=1, FC_mul_mm_ne13=1,
+                   FC_mul_mm_r2=1, FC_mul_mm_r3=1, FC_mul_mm_id_amax=False),
+}
+
+
 _libraries: dict = {}
 
 
-def library(name: str, **function_constants):
-    key = (name, tuple(sorted(function_constants.items())))
-    if key not in _libraries:
-        _libraries[key] = load_library(KERNELS / f"{name}.metal", include_dirs=INCLUDE_DIRS,
-                                       function_constants=function_constants or None)
-    return _libraries[key]
+def host_library(name: str):
+    """A file's library with the function constants of CONSTANTS (compiled once a process)."""
+    if name not in _libraries:
+        _libraries[name] = load_library(KERNELS / f"{name}.metal", include_dirs=INCLUDE_DIRS,
+                                        function_constants=CONSTANTS[name] or None)
+    return _libraries[name]
 
 
 # each file, how many kernels it has without GGML_METAL_HAS_BF16, and one of them
@@ -79,7 +94,7 @@ FILES = [("softmax", 4, "kernel_soft_max_f32_4"), ("norm", 15, "kernel_rms_norm_
 
 @pytest.mark.parametrize("name,count,one", FILES)
 def test_each_vendored_file_compiles_into_one_library(name, count, one):
-    lib = library(name)
+    lib = host_library(name)
     assert len(lib.names) == count and one in lib.names, lib.names
 
 
@@ -106,7 +121,7 @@ def test_soft_max_without_a_mask_binds_its_source_again_as_the_mask():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 50)).astype(np.float32)
     dst = np.zeros_like(x)
-    k = library("softmax").kernel("kernel_soft_max_f32")
+    k = host_library("softmax").kernel("kernel_soft_max_f32")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PortabilityWarning)  # the remainder by ne13 == 0, if it is executed
         k(_soft_max_args(x), _bytes(x), _bytes(x), _bytes(x), _bytes(dst), threadgroups=(3, 1, 1), threads_per_threadgroup=(64, 1, 1),
@@ -120,7 +135,7 @@ def test_soft_max_with_a_mask():
     mask = np.where(rng.random((4, 40)) < 0.2, -np.inf, 0).astype(np.float32)
     mask[:, 0] = 0
     dst = np.zeros_like(x)
-    library("softmax").kernel("kernel_soft_max_f32")(
+    host_library("softmax").kernel("kernel_soft_max_f32")(
         _soft_max_args(x, mask), _bytes(x), _bytes(mask), _bytes(x), _bytes(dst), threadgroups=(4, 1, 1), threads_per_threadgroup=(32, 1, 1),
         threadgroup_memory={0: 32 * 4})
     np.testing.assert_allclose(dst, _soft_max(x, 0.5, mask), rtol=1e-5, atol=1e-6)
@@ -137,7 +152,7 @@ def test_norm():
                    nbf2=[x.nbytes, 0, 0], nbf3=[x.nbytes, 0, 0], scale=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PortabilityWarning)  # `i01 % args.nef1[1]` with nef1[1] == 0
-        library("norm", FC_norm_use_scale=False).kernel("kernel_norm_f32")(
+        host_library("norm").kernel("kernel_norm_f32")(
             args, _bytes(x), _bytes(x), _bytes(x), _bytes(dst), threadgroups=(3, 1, 1), threads_per_threadgroup=(64, 1, 1),
             threadgroup_memory={0: 32 * 4})
     x64 = x.astype(np.float64)
@@ -154,7 +169,7 @@ def test_add_with_a_broadcast_row():
     args = _struct(BIN, ne00=24, ne01=5, ne02=2, ne03=1, nb00=4, nb01=s[1], nb02=s[2], nb03=a.nbytes,
                    ne10=24, ne11=1, ne12=1, ne13=1, nb10=4, nb11=b.nbytes, nb12=b.nbytes, nb13=b.nbytes,
                    ne0=24, ne1=5, ne2=2, ne3=1, nb0=4, nb1=s[1], nb2=s[2], nb3=a.nbytes, offs=0, o1=[0] * 8)
-    lib = library("binbcast", FC_bin_op=0, FC_bin_f=1, FC_bin_rb=False, FC_bin_cb=False)
+    lib = host_library("binbcast")
     lib.kernel("kernel_bin_fuse_f32_f32_f32")(args, _bytes(a), _bytes(b), _bytes(dst), threadgroups=(5, 2, 1),
                                                threads_per_threadgroup=(32, 1, 1))
     np.testing.assert_array_equal(dst, a + b)
@@ -170,8 +185,7 @@ def test_mul_mv_f32():
     args = _struct(MUL_MV, ne00=70, ne01=6, ne02=1, nb00=4, nb01=w.strides[0], nb02=w.nbytes, nb03=w.nbytes,
                    ne10=70, ne11=3, ne12=1, nb10=4, nb11=y.strides[0], nb12=y.nbytes, nb13=y.nbytes,
                    ne0=6, ne1=3, nr0=2, r2=1, r3=1)
-    lib = library("mul_mv", FC_mul_mv_nsg=1, FC_mul_mv_nxpsg=8, FC_mul_mv_ne12=1, FC_mul_mv_r2=1, FC_mul_mv_r3=1,
-                  FC_mul_mv_split=False)
+    lib = host_library("mul_mv")
     lib.kernel("kernel_mul_mv_f32_f32")(args, _bytes(w), _bytes(y), _bytes(dst), threadgroups=(3, 3, 1), threads_per_threadgroup=(32, 1, 1),
                                          threadgroup_memory={0: 32 * 4 * 2})
     np.testing.assert_allclose(dst, y.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-4)
@@ -188,8 +202,7 @@ def test_mul_mm_f32():
     dst = np.zeros((32, 64), np.float32)
     args = _struct(MUL_MM, ne00=64, ne02=1, nb01=w.strides[0], nb02=w.nbytes, nb03=w.nbytes, ne12=1,
                    nb10=4, nb11=y.strides[0], nb12=y.nbytes, nb13=y.nbytes, ne0=64, ne1=32, r2=1, r3=1)
-    lib = library("mul_mm", FC_mul_mm_bc_inp=False, FC_mul_mm_bc_out=False, FC_mul_mm_ne12=1, FC_mul_mm_ne13=1,
-                  FC_mul_mm_r2=1, FC_mul_mm_r3=1, FC_mul_mm_id_amax=False)
+    lib = host_library("mul_mm")
     lib.kernel("kernel_mul_mm_f32_f32")(args, _bytes(w), _bytes(y), _bytes(dst), threadgroups=(1, 1, 1), threads_per_threadgroup=(32, 4, 1),
                                          threadgroup_memory={0: 4096 + 2048})
     w16, y16 = (a.astype(np.float16).astype(np.float64) for a in (w, y))
@@ -201,10 +214,10 @@ def test_a_kernel_is_taken_from_the_cached_library():
     compiles nothing once the file's library is in the cache with the same function constants."""
     from gemmglossary.emulator import build_stats
 
-    library("norm", FC_norm_use_scale=False)
+    host_library("norm")
     before = build_stats["compiles"]
     k = load_kernel(KERNELS / "norm.metal", "kernel_rms_norm_f32_4", include_dirs=INCLUDE_DIRS,
-                    function_constants={"FC_norm_use_scale": False})
+                    function_constants=CONSTANTS["norm"])
     assert build_stats["compiles"] == before and k.cache_hit
 
 
