@@ -77,7 +77,7 @@ from gemmglossary.emulator.kernel import flush_coverage
 k = load_kernel({path!r}, "branches")
 k(np.zeros(256, np.float32), np.uint32(256), threads=(256, 1, 1), threads_per_threadgroup=(32, 1, 1), workers=1)
 if {flush}:
-    print(flush_coverage(), flush_coverage())
+    print(flush_coverage(), flush_coverage(), flush=True)  # (os._exit flushes nothing)
 os._exit(0)  # as if the process were still running: libgcov's exit handler never writes
 """
 
