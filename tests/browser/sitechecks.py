@@ -494,8 +494,10 @@ def check_excerpts(page, url: str, entries: list[dict]) -> list[str]:
 def open_folded(page) -> None:
     """Open the folded blocks (pymdownx.details, e.g. the exercises' reference solutions), as
     a reader would click them open: a closed block renders no line numbers."""
-    page.evaluate("() => document.querySelectorAll('.md-content details').forEach(d => { d.open = true; })")
-    settle_transitions(page)  # (a block kept folded through a change of scheme fades once shown)
+    opened = page.evaluate("() => Array.from(document.querySelectorAll('.md-content details:not([open])'))"
+                           ".map(d => { d.open = true; }).length")
+    if opened:
+        settle_transitions(page)  # (a block kept folded through a change of scheme fades once shown)
 
 
 # What a reader's browser makes of the line coverage (gemmglossary.coverage.site and

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.browser
 # The nav lists nine pages (home, glossary index, six terms, two case studies...);
 # an empty or half-built site must not pass by having nothing to check.
 MIN_PAGES = 9
-MIN_SCREENSHOT_BYTES = 10_000  # a blank or failed render of a full page is far smaller
+MIN_SCREENSHOT_BYTES = 10_000  # a blank or failed render of a screen is far smaller
 
 
 def _joined(problems) -> str:

@@ -15,7 +15,7 @@ What one visit does, in this order (each step may change what the next one sees)
    sidebar and the content's links (navchecks);
 2. in each scheme, the current one first (the toggle is remembered from page to page, so
    starting with it saves a click): the figures' measurements and their screenshots, the
-   snippet page's scheme images, and the full-page screenshot of a glossary page;
+   snippet page's scheme images, and the screenshot of a glossary page;
 3. the folded blocks opened, and the code blocks measured (codechecks) in the desktop
    window, then, in a phone's width, again, with the figures;
 4. the excerpt blocks read, and the line coverage measured, which marks one line as
@@ -32,6 +32,7 @@ and searched by tests/browser/test_browser_search.py.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -42,7 +43,11 @@ import navchecks
 import sitechecks
 
 SCHEMES = {"default": "light", "slate": "dark"}  # Material's palette scheme -> the shot's label
-JPEG_QUALITY = 85  # full pages: code and figure text stay legible
+JPEG_QUALITY = 85  # code and figure text stay legible
+#: A glossary page's screenshots show its first screen: enough to tell the schemes apart,
+#: at a third of a whole page's cost (30 whole pages took 11 s of the tour). Set
+#: GEMMGLOSSARY_FULL_PAGE_SCREENSHOTS=1 for whole pages to look through in .screenshots/.
+FULL_PAGE_SHOTS = bool(os.environ.get("GEMMGLOSSARY_FULL_PAGE_SCREENSHOTS"))
 NARROW = {"width": 390, "height": 900}  # a phone's width
 VIEWPORT = {"width": 1280, "height": 900}  # the desktop window of the whole suite: both sidebars show
 SEARCH_INDEX = "search/search_index.json"  # Material's, relative to the site's root
@@ -56,7 +61,7 @@ class PageLook:
     figures: dict[str, list[dict]] = field(default_factory=dict)  # scheme label -> FIGURES_JS
     narrow_figures: list[dict] | None = None
     figure_shots: list[Path] = field(default_factory=list)
-    screenshots: dict[str, Path] = field(default_factory=dict)  # scheme label -> full page
+    screenshots: dict[str, Path] = field(default_factory=dict)  # scheme label -> its screenshot (FULL_PAGE_SHOTS)
     snippet_images: dict[str, list[dict]] = field(default_factory=dict)  # label -> SNIPPET_IMAGES_JS
     excerpt_blocks: list[dict] | None = None  # sitechecks.code_blocks, folded blocks open
     coverage: dict[str, dict] = field(default_factory=dict)  # label -> COVERAGE_JS
@@ -133,7 +138,7 @@ def _look(page, visit, *, excerpt: bool, unexecuted_class: str, screenshots_dir:
                 out.snippet_images[label] = page.evaluate(figurechecks.SNIPPET_IMAGES_JS)
             if glossary:
                 path = screenshots_dir / f"{page_name(url)}-{label}.jpg"
-                page.screenshot(path=str(path), type="jpeg", quality=JPEG_QUALITY, full_page=True)
+                page.screenshot(path=str(path), type="jpeg", quality=JPEG_QUALITY, full_page=FULL_PAGE_SHOTS)
                 out.screenshots[label] = path
     code = visit.code_blocks > 0
     if code:
