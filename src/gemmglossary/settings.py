@@ -120,6 +120,9 @@ VARIABLES = {v.name: v for v in (
              "the data folder of a coverage run (set by the coverage run)", _folder, internal=True),
     Variable("GEMMGLOSSARY_COVERAGE_SESSION", "a folder",
              "the test session that measures coverage (set by it)", _folder, internal=True),
+    Variable("GEMMGLOSSARY_FULL_PAGE_SCREENSHOTS", _BOOLEAN,
+             "the browser tests' light and dark screenshots of each glossary page (.screenshots/) show "
+             "the whole page, not its first screen (default: off)", _boolean, False, internal=True),
     Variable("GEMMGLOSSARY_BENCH_TIMELINE", "a folder",
              "where `bench suite` has its test run record each test's times (set by it)", _folder,
              internal=True),

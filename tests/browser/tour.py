@@ -32,7 +32,6 @@ and searched by tests/browser/test_browser_search.py.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -41,13 +40,14 @@ import codechecks
 import figurechecks
 import navchecks
 import sitechecks
+from gemmglossary import settings
 
 SCHEMES = {"default": "light", "slate": "dark"}  # Material's palette scheme -> the shot's label
 JPEG_QUALITY = 85  # code and figure text stay legible
-#: A glossary page's screenshots show its first screen: enough to tell the schemes apart,
-#: at a third of a whole page's cost (30 whole pages took 11 s of the tour). Set
+#: A glossary page's screenshots show its first screen, which is enough to tell the schemes
+#: apart (whole pages, 30 of them, took 11 s of the tour on 7 December). Set
 #: GEMMGLOSSARY_FULL_PAGE_SCREENSHOTS=1 for whole pages to look through in .screenshots/.
-FULL_PAGE_SHOTS = bool(os.environ.get("GEMMGLOSSARY_FULL_PAGE_SCREENSHOTS"))
+FULL_PAGE_SHOTS = settings.value("GEMMGLOSSARY_FULL_PAGE_SCREENSHOTS")
 NARROW = {"width": 390, "height": 900}  # a phone's width
 VIEWPORT = {"width": 1280, "height": 900}  # the desktop window of the whole suite: both sidebars show
 SEARCH_INDEX = "search/search_index.json"  # Material's, relative to the site's root
