@@ -52,9 +52,9 @@ def chromium_executable() -> str:
 def browser(chromium_executable):
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
+    with sitechecks.refusing_port() as port, sync_playwright() as pw:
         browser = pw.chromium.launch(
-            executable_path=chromium_executable, args=sitechecks.CHROMIUM_ARGS
+            executable_path=chromium_executable, args=[*sitechecks.CHROMIUM_ARGS, *sitechecks.proxy_args(port)]
         )
         try:
             yield browser
@@ -64,17 +64,17 @@ def browser(chromium_executable):
 
 @pytest.fixture(scope="session")
 def context(browser):
-    """One browser context for the whole run.
+    """One browser context for the whole run, with its HTTP cache.
 
-    Requests to any host but 127.0.0.1 are aborted: the network is closed anyway, and
-    aborting makes them fail at once instead of hanging. They are still seen (and
-    reported) by the checks, which record every request as it is attempted.
+    Requests to any host but 127.0.0.1 fail at once: the browser sends them to a proxy port
+    that refuses every connection (sitechecks.proxy_args). They are still seen (and
+    reported) by the checks, which record every request as it is attempted. (Not a route:
+    Playwright turns the HTTP cache off while any route is set, and then every page loads
+    and compiles Material's scripts again.)
     """
     ctx = browser.new_context(viewport=VIEWPORT)
     ctx.set_default_timeout(15_000)
     ctx.set_default_navigation_timeout(30_000)
-
-    ctx.route(sitechecks.leaves_machine, lambda route: route.abort())
     try:
         yield ctx
     finally:

@@ -8,11 +8,13 @@ problems to be reported). The tests in this folder only assert on these lists.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
 import os
 import re
+import socket
 import sys
 import threading
 import time
@@ -67,12 +69,37 @@ def build_site(config_file: Path, site_dir: Path, *, strict: bool = True) -> str
     return log
 
 
+#: Where Material keeps its scripts, style sheets and images: their names carry a hash of
+#: their content, so the browser may keep them (as a reader's does, from page to page)
+ASSETS = "/assets/"
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - signature fixed by the base class
         pass
 
+    def end_headers(self):
+        # the rest is asked again each time (a 304 when unchanged): a page or the search
+        # index served in place of the file (SiteServer.serving) is never kept
+        cache = "max-age=3600" if urlsplit(self.path).path.startswith(ASSETS) else "no-cache"
+        self.send_header("Cache-Control", cache)
+        super().end_headers()
+
+    def do_GET(self):
+        served = self.server.overrides.get(unquote(urlsplit(self.path).path))
+        if served is None:
+            return super().do_GET()
+        body, content_type = served
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
 
 class _Server(http.server.ThreadingHTTPServer):
+    overrides: dict[str, tuple[bytes, str]]  # url path -> (body, content type), in place of the file
+
     def handle_error(self, request, client_address):
         # A browser that drops a response half sent (it navigated away, or cancelled a
         # download it no longer needs) is not the server's error; socketserver would print
@@ -89,6 +116,7 @@ class SiteServer:
         self.root = Path(site_dir)
         handler = functools.partial(_QuietHandler, directory=str(site_dir))
         self._httpd = _Server(("127.0.0.1", 0), handler)
+        self._httpd.overrides = {}
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         host, port = self._httpd.server_address[:2]
@@ -107,6 +135,16 @@ class SiteServer:
     def url(self, path: str) -> str:
         return urljoin(self.base_url, path)
 
+    @contextlib.contextmanager
+    def serving(self, path: str, body: bytes, content_type: str):
+        """Within the block, GET of `path` (relative to the site) answers `body` instead of the file."""
+        key = urlsplit(self.url(path)).path
+        self._httpd.overrides[key] = (body, content_type)
+        try:
+            yield
+        finally:
+            del self._httpd.overrides[key]
+
     def is_local(self, url: str) -> bool:
         return urlsplit(url).netloc == self.netloc
 
@@ -123,10 +161,19 @@ def page_url(base_url: str, docs_path: str) -> str:
     return urljoin(base_url, rel)
 
 
-def leaves_machine(url: str) -> bool:
-    """True for a request that would go to a host other than 127.0.0.1."""
-    parts = urlsplit(url)
-    return parts.scheme not in _INERT_SCHEMES and parts.hostname != "127.0.0.1"
+@contextlib.contextmanager
+def refusing_port():
+    """A port of 127.0.0.1 that refuses every connection for as long as it is held: bound,
+    so nothing else can take it, and never listening, so a connection is reset at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
+
+
+def proxy_args(port: int) -> list[str]:
+    """Chromium's switches that send every request for another host through a proxy at
+    `port` (refusing_port), so that it fails at once; 127.0.0.1 is reached directly."""
+    return [f"--proxy-server=http://127.0.0.1:{port}", "--proxy-bypass-list=127.0.0.1"]
 
 
 def is_external_request(url: str, netloc: str) -> bool:

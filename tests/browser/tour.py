@@ -31,6 +31,7 @@ and searched by tests/browser/test_browser_search.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,19 +99,14 @@ def tour_site(context, site, urls, *, excerpt_pages: set[str], unexecuted_class:
                                  unexecuted_class=unexecuted_class, screenshots_dir=screenshots_dir,
                                  viewport=viewport)
 
-    index, index_url = site.root / SEARCH_INDEX, f"{site.base_url}{SEARCH_INDEX}"
-    served = index.is_file()  # (without one, the crawl reports the page that asks for it)
-    if served:
+    index = site.root / SEARCH_INDEX
+    if index.is_file():  # (without one, the crawl reports the page that asks for it)
         empty = json.dumps({"config": json.loads(index.read_text(encoding="utf-8"))["config"], "docs": []})
-
-        def serve_empty_index(route):
-            route.fulfill(status=200, content_type="application/json", body=empty)
-        context.route(index_url, serve_empty_index)
-    try:
+        serving = site.serving(SEARCH_INDEX, empty.encode(), "application/json")
+    else:
+        serving = contextlib.nullcontext()
+    with serving:
         visits = sitechecks.visit_pages(context, urls, site.netloc, look=look)
-    finally:
-        if served:
-            context.unroute(index_url, serve_empty_index)
     return Tour(visits, looks)
 
 
