@@ -109,3 +109,15 @@ def test_a_failing_suite_shows_its_output_and_exits_1(tmp_path):
 def test_a_folder_that_is_no_git_checkout_is_refused(tmp_path):
     with pytest.raises(suite.BenchError, match="is not a git checkout"):
         suite.run_suite(tmp_path, [])
+
+
+def test_it_unsets_what_ci_unsets():
+    """bench suite runs the tests in CI's environment: the variables .ci/run unsets are
+    the ones it leaves out."""
+    import shlex
+
+    from gemmglossary import paths
+
+    lines = (paths.project_root() / ".ci" / "run").read_text().splitlines()
+    unset = [shlex.split(line)[1:] for line in lines if line.startswith("unset ")]
+    assert unset and sorted(v for names in unset for v in names) == sorted(suite.CI_UNSETS), unset

@@ -32,6 +32,9 @@ from .process_cpu import SAMPLE_PERIOD, ProcessTreeCPU
 
 #: The suite's target on a machine with two cores, in seconds (issue #10).
 TARGET_SECONDS = 180.0
+#: The variables .ci/run unsets before the tests (this machine sets them; a user's Python
+#: writes bytecode and buffers a piped stdout). tests/test_bench_suite.py checks the two agree.
+CI_UNSETS = ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")
 #: Read by the timeline plugin (gemmglossary.bench.suite_timeline) in each test process.
 TIMELINE_ENV = "GEMMGLOSSARY_BENCH_TIMELINE"
 
@@ -134,10 +137,10 @@ def run_suite(root: Path, pytest_args: list[str], *, warm_home: bool = False, ou
         checkout = clone(root, tmp)
         timeline = tmp / "timeline"
         timeline.mkdir()
-        # as in CI: none of pytest's variables (PYTEST_ADDOPTS, or an outer xdist worker's)
-        # and the project's own defaults
+        # as in CI: none of pytest's variables (PYTEST_ADDOPTS, or an outer xdist worker's),
+        # the project's own defaults, and Python's as a user has them (CI_UNSETS)
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith("PYTEST_") and k not in ("GEMMGLOSSARY_ROOT", "GEMMGLOSSARY_CACHE_DIR")}
+               if not k.startswith("PYTEST_") and k not in ("GEMMGLOSSARY_ROOT", "GEMMGLOSSARY_CACHE_DIR", *CI_UNSETS)}
         if not warm_home:
             home = tmp / "home"
             home.mkdir()
