@@ -84,6 +84,8 @@ def test_each_process_is_counted_under_its_program():
 
     assert program("cc1plus", ["/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", "-quiet"]).startswith("g++")
     assert program("chromium", ["/usr/lib/chromium/chromium", "--type=renderer"]) == "chromium"
+    # (the headless shell's comm is cut to 15 characters by the kernel)
+    assert program("chromium-headle", ["/usr/lib/chromium/chromium-headless-shell", "--type=renderer"]) == "chromium"
     assert program("python3", ["python3", "-m", "ipykernel_launcher", "-f", "k.json"]) == "ipykernel (snippets)"
     assert program("python3", ["python3", "-m", "mkdocs", "build"]) == "mkdocs build"
     assert program("python3", ["python3", "-m", "pytest"]).startswith("python")

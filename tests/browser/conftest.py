@@ -2,7 +2,7 @@
 
 The site is built once per session with ``mkdocs build --strict`` into a temporary
 folder and served by a threaded http.server on 127.0.0.1 and a free port. The browser
-is Debian's chromium (``/usr/bin/chromium``) driven by Playwright for Python; one
+is Debian's Chromium headless shell (``/usr/bin/chromium-headless-shell``) driven by Playwright for Python; one
 browser and one context are shared by every test.
 
 Set BROWSER_SITE_DIR to test an already built site instead of building one.
