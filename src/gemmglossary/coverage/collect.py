@@ -55,6 +55,13 @@ MODULES = (
     "tests/runtime/test_load_kernel.py",
     "tests/llama/test_llama_mul_mat.py",
     "tests/llama/test_llama_rows.py",
+    # tests that run a quoted kernel on a translation unit one of the above compiles too:
+    # instrumented, they take its compile from the cache instead of compiling it optimized
+    # (about 20 s of the compiler in a test session, the figure of llama.cpp's q4_0 block 10)
+    "tests/figures/test_entry_generators.py::test_q4_0_block_figure_is_what_llamas_mul_mv_multiplies",
+    "tests/figures/test_entry_generators.py::test_splitk_bounds_are_the_slices_mlx_kernel_multiplies",
+    "tests/runtime/test_steel.py",
+    "tests/mlx/test_matmul.py::test_the_configuration_route_chooses_runs_on_the_emulator",
 )
 
 
