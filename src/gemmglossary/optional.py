@@ -11,6 +11,7 @@ inside a module.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 #: The extra of pyproject.toml that brings each optional module (by its top-level name).
@@ -49,6 +50,21 @@ def require(module: str, needed_for: str) -> ModuleType:
             raise  # the module is there but broken: its own error says more than ours would
         raise MissingDependency(f"{needed_for} needs {DISTRIBUTIONS.get(top, top)}, which is not installed: "
                                 f"{install_command(module)}", name=module) from None
+
+
+def require_installed(module: str, needed_for: str) -> None:
+    """:func:`require`'s check without the import (for a module imported at its first
+    use, whose import is costly): a :class:`MissingDependency` if it is not installed."""
+    top = module.split(".")[0]
+    try:
+        spec = importlib.util.find_spec(top)
+    except ModuleNotFoundError as exc:  # (a finder may say so by raising)
+        if exc.name is not None and exc.name.split(".")[0] != top:
+            raise
+        spec = None
+    if spec is None:
+        raise MissingDependency(f"{needed_for} needs {DISTRIBUTIONS.get(top, top)}, which is not installed: "
+                                f"{install_command(module)}", name=module)
 
 
 def available(module: str) -> bool:

@@ -119,3 +119,25 @@ def test_every_extra_named_is_one_pyproject_defines():
 
             assert DISTRIBUTIONS.get(module, module).lower().replace("_", "-") in site.replace("_", "-") \
                 or module in ("markdown", "yaml", "nbclient", "nbformat"), module  # (those come with mkdocs/jupytext)
+
+
+def test_ml_dtypes_is_imported_at_the_first_bfloat16(tmp_path):
+    """MLX's host modules and the facts extension (every site build) import ml_dtypes only
+    when a bfloat16 is asked for: its import is half a second of every such process."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        import gemmglossary.docs_hooks.facts, gemmglossary.mlx.steel, gemmglossary.mlx.nax
+        from gemmglossary.mlx import launch
+        before = "ml_dtypes" in sys.modules
+        names = [launch.type_to_name(np.float16), launch.type_to_name("bfloat16")]
+        still = "ml_dtypes" in sys.modules
+        bf = launch.bfloat16
+        import ml_dtypes
+        print(json.dumps({"before": before, "still": still, "names": names, "same": bf == np.dtype(ml_dtypes.bfloat16),
+                          "of_array": launch.type_string(np.zeros(2, bf).dtype)}))
+    """)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert found == {"before": False, "still": False, "names": ["float16", "bfloat16"], "same": True,
+                     "of_array": "bfloat16_t"}

@@ -15,43 +15,70 @@ GPU the host modules assume when the caller names none.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..optional import require
+from ..optional import require, require_installed
 from ..paths import kernels_dir, vendor_dir
 from .matmul import Device
 
-# (the site's and the tests': an installed emulator runs gg.metal_kernel without it)
-ml_dtypes = require("ml_dtypes", "gemmglossary.mlx, MLX's kernels with their bfloat16 references,")
+#: What needs ml_dtypes (the site's and the tests': an installed emulator runs
+#: gg.metal_kernel without it).
+NEEDS_ML_DTYPES = "gemmglossary.mlx, MLX's kernels with their bfloat16 references,"
+# Checked here, imported at the first use of bfloat16: importing ml_dtypes registers its
+# types with numpy, 0.56 s of every process that imports this module (each snippet's
+# kernel, each build), and most of them never meet a bfloat16 array. No array can be one
+# before ml_dtypes is imported: it is what makes them.
+require_installed("ml_dtypes", NEEDS_ML_DTYPES)
 
 #: The GPU every host module assumes unless told otherwise: a base M1 (class g, generation 13):
 #: no NAX, no wide GEMV, the qmv batch limits of generation 13.
 DEFAULT_DEVICE = Device("g", 13)
 
-#: numpy's name for bfloat16 (numpy has none of its own; ml_dtypes provides it).
-bfloat16 = np.dtype(ml_dtypes.bfloat16)
 
-#: MLX's ``type_to_name``: the dtype as it appears in gemv, steel, softmax and reduce names.
-TYPE_TO_NAME = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16", bfloat16: "bfloat16",
-                np.dtype(np.int32): "int32", np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool_",
-                np.dtype(np.uint32): "uint32", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
-#: MLX's ``get_type_string``: the Metal type name, as in quantized and sdpa names.
-TYPE_STRING = {np.dtype(np.float32): "float", np.dtype(np.float16): "float16_t", bfloat16: "bfloat16_t"}
+@functools.cache
+def bfloat16_dtype() -> np.dtype:
+    """numpy's name for bfloat16 (numpy has none of its own; ml_dtypes provides it). Also
+    this module's ``bfloat16``."""
+    return np.dtype(require("ml_dtypes", NEEDS_ML_DTYPES).bfloat16)
+
+
+def __getattr__(name: str):
+    if name == "bfloat16":
+        return bfloat16_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def dtype_name(dtype) -> str:
+    """numpy's name of `dtype` (a dtype, a scalar type or a name): "bfloat16" for
+    ml_dtypes' bfloat16, whether or not ml_dtypes has been imported yet."""
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        return dtype
+    return np.dtype(dtype).name
+
+
+#: MLX's ``type_to_name``, by numpy's name of the dtype: the dtype as it appears in gemv,
+#: steel, softmax and reduce names.
+TYPE_TO_NAME = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "int32": "int32",
+                "int64": "int64", "bool": "bool_", "uint32": "uint32", "int8": "int8", "uint8": "uint8"}
+#: MLX's ``get_type_string``, by numpy's name of the dtype: the Metal type name, as in
+#: quantized and sdpa names.
+TYPE_STRING = {"float32": "float", "float16": "float16_t", "bfloat16": "bfloat16_t"}
 
 
 def type_to_name(dtype) -> str:
     try:
-        return TYPE_TO_NAME[np.dtype(dtype)]
+        return TYPE_TO_NAME[dtype_name(dtype)]
     except KeyError:
         raise TypeError(f"MLX has no kernels for dtype {np.dtype(dtype)} here") from None
 
 
 def type_string(dtype) -> str:
     try:
-        return TYPE_STRING[np.dtype(dtype)]
+        return TYPE_STRING[dtype_name(dtype)]
     except KeyError:
         raise TypeError(f"dtype {np.dtype(dtype)}: MLX instantiates this family for float32, float16 "
                         f"and bfloat16 only") from None

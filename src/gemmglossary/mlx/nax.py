@@ -20,10 +20,10 @@ import numpy as np
 
 from ..paths import kernels_dir, vendor_dir
 from . import matmul, steel
-from .launch import bfloat16
+from .launch import dtype_name
 
-#: Element types of the instantiations in kernels/mlx_steel_gemm_nax.metal.
-DTYPES = (np.dtype(np.float16), bfloat16)
+#: Element types of the instantiations in kernels/mlx_steel_gemm_nax.metal, by numpy's name.
+DTYPES = ("float16", "bfloat16")
 #: (BM, BN, BK, WM, WN) instantiated there: every tile :func:`.matmul.nax_config` returns.
 CONFIGS = ((128, 128, 512, 4, 4), (64, 128, 256, 2, 4), (64, 128, 64, 2, 4))
 #: The device :func:`plan` assumes: a base chip of the first generation with NAX.
@@ -49,7 +49,7 @@ def plan(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     if not device.nax_available:
         raise matmul.HostError(f"device class {device.letter!r}, generation {device.generation}: "
                                "MLX's is_nax_available() is false there, so it never dispatches this kernel")
-    if a.dtype != b.dtype or a.dtype not in DTYPES:
+    if a.dtype != b.dtype or dtype_name(a.dtype) not in DTYPES:
         raise TypeError(f"A and B must both be float16 or bfloat16 (the instantiations in "
                         f"{source_path().name}), got {a.dtype} and {b.dtype}")
     if a.ndim < 2 or b.ndim < 2:
