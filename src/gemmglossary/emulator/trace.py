@@ -256,19 +256,23 @@ class TracePlan:
             return strings[offset]
 
         events = []
-        for e in raw:
-            pos = _position(int(e["tg"]), self.ntg)
-            kind = kinds.get(int(e["kind"]), f"kind {int(e['kind'])}")
+        positions: dict[int, tuple[int, int, int]] = {}
+        # the columns as Python lists: a field of a numpy record costs microseconds, and a
+        # traced launch with snapshots at every barrier has hundreds of thousands of events
+        fields = ("tg", "seq", "tid", "kind", "file", "line", "op", "flags", "blob")
+        for tg, seq, tid, code_kind, file_at, line, code, flags, blob_at in zip(*(raw[f].tolist() for f in fields)):
+            pos = positions.get(tg)
+            if pos is None:
+                pos = positions[tg] = _position(tg, self.ntg)
+            kind = kinds.get(code_kind, f"kind {code_kind}")
             op = None
             if kind.startswith("simd"):
-                code = int(e["op"])
                 if code not in ops:
                     ops[code] = op_name(code).decode()
                 op = ops[code]
-            file = text(int(e["file"]))
-            snap = _snapshot(blob, int(e["blob"]) - 1, pos, int(e["seq"]), file, int(e["line"]), text) \
-                if e["blob"] else None
-            events.append(Event(pos, int(e["seq"]), int(e["tid"]), kind, file, int(e["line"]), op, int(e["flags"]), snap))
+            file = text(file_at)
+            snap = _snapshot(blob, blob_at - 1, pos, seq, file, line, text) if blob_at else None
+            events.append(Event(pos, seq, tid, kind, file, line, op, flags, snap))
         dropped_events = max(0, int(h["event_count"]) - int(h["event_capacity"]))
         releases = sum(1 for e in events if e.kind == "barrier-release")
         dropped_snaps = releases - sum(1 for e in events if e.snapshot is not None) if h["snapshots"] else 0
