@@ -40,6 +40,12 @@ def install_command(module: str) -> str:
     return f"pip install 'gemmglossary[{extra}]' (in a checkout: pip install -e '.[{extra}]')"
 
 
+def _missing(module: str, needed_for: str) -> MissingDependency:
+    top = module.split(".")[0]
+    return MissingDependency(f"{needed_for} needs {DISTRIBUTIONS.get(top, top)}, which is not installed: "
+                             f"{install_command(module)}", name=module)
+
+
 def require(module: str, needed_for: str) -> ModuleType:
     """``import module``, or a :class:`MissingDependency` naming ``needed_for`` and the fix."""
     try:
@@ -48,8 +54,7 @@ def require(module: str, needed_for: str) -> ModuleType:
         top = module.split(".")[0]
         if exc.name is not None and exc.name.split(".")[0] != top:
             raise  # the module is there but broken: its own error says more than ours would
-        raise MissingDependency(f"{needed_for} needs {DISTRIBUTIONS.get(top, top)}, which is not installed: "
-                                f"{install_command(module)}", name=module) from None
+        raise _missing(module, needed_for) from None
 
 
 def require_installed(module: str, needed_for: str) -> None:
@@ -63,8 +68,7 @@ def require_installed(module: str, needed_for: str) -> None:
             raise
         spec = None
     if spec is None:
-        raise MissingDependency(f"{needed_for} needs {DISTRIBUTIONS.get(top, top)}, which is not installed: "
-                                f"{install_command(module)}", name=module)
+        raise _missing(module, needed_for)
 
 
 def available(module: str) -> bool:
