@@ -17,7 +17,7 @@ from ..coverage import mode as _coverage
 from .. import settings
 from ..file_lock import exclusive
 from . import cache as _cache
-from . import shimgen
+from . import preprocess_memo, shimgen
 from .abi import abi
 from .errors import CompileError
 from .rewrite import fc_lines, rewrite
@@ -255,12 +255,22 @@ def preprocessor_command(include_dirs: list[str], defines: dict | None) -> list[
 
 def preprocess(source: str, filename: str, include_dirs: list[str], defines: dict | None) -> str:
     args = preprocessor_command(include_dirs, defines)
+    # a file is read by the preprocessor, so its text is in the memo's state, not its key;
+    # relative paths and the compiler's include variables change what an include finds
+    key = (tuple(args), filename, source if filename.startswith("<") else None, os.getcwd(),
+           *(os.environ.get(v) for v in ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH")))
+    out = preprocess_memo.lookup(key)
+    if out is None:
+        out = _run_preprocessor(args, source, filename)
+        preprocess_memo.remember(key, [str(STAGE1_DIR), *map(str, include_dirs)], out)
+    return out
+
+
+def _run_preprocessor(args: list[str], source: str, filename: str) -> str:
     if filename.startswith("<"):
-        args.append("-")
-        r = subprocess.run(args, input=source, capture_output=True, text=True)
+        r = subprocess.run([*args, "-"], input=source, capture_output=True, text=True)
     else:
-        args.append(filename)
-        r = subprocess.run(args, capture_output=True, text=True)
+        r = subprocess.run([*args, filename], capture_output=True, text=True)
     if r.returncode:
         raise CompileError(_clean_errors(r.stderr.replace("<stdin>", filename)))
     out = r.stdout

@@ -1,0 +1,85 @@
+"""The preprocessor's output, remembered in a process while every file it read is unchanged.
+
+Every kernel load preprocesses its source first (the cache key of a compiled kernel is the
+preprocessed text), and a test process loads the same few files again and again: MLX's steel
+GEMM file about a hundred times a suite, at about 8 ms of the compiler's time each. A second
+run with the same command and source gives the same text as long as every file the first one
+read has the same contents and no file has appeared or gone in a folder it searched, which
+could now be found first. That is what an entry checks before it is used: the contents of
+each file the output's line markers name, and the names in each folder of the include path
+and each folder one of those files is in.
+
+A source that names the clock (``__DATE__``, ``__TIME__``, ``__TIMESTAMP__``) is never
+remembered: its text changes by itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+# a line marker: `# 12 "path" flags`, the path as a C string literal
+_MARKER = re.compile(r'^# \d+ "((?:[^"\\]|\\.)*)"', re.MULTILINE)
+_CLOCK = (b"__DATE__", b"__TIME__", b"__TIMESTAMP__")
+
+_entries: dict[tuple, tuple] = {}
+
+
+def _unescape(literal: str) -> str:
+    return re.sub(r"\\(.)", r"\1", literal)
+
+
+def _digest(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if any(word in data for word in _CLOCK):
+        return None
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _listing(folder: str) -> tuple[str, ...] | None:
+    try:
+        return tuple(sorted(os.listdir(folder)))
+    except OSError:
+        return None
+
+
+def _state(files: tuple[str, ...], folders: tuple[str, ...]) -> tuple | None:
+    """The contents of `files` and the names in `folders` as they are now; None if that
+    cannot be told (a file gone or unreadable, or one that names the clock)."""
+    digests = tuple(_digest(p) for p in files)
+    if None in digests:
+        return None
+    return digests, tuple(_listing(f) for f in folders)
+
+
+def lookup(key: tuple) -> str | None:
+    """The output remembered under `key` (the command, the input, the working folder), if
+    nothing it depends on changed since."""
+    entry = _entries.get(key)
+    if entry is None:
+        return None
+    output, files, folders, state = entry
+    if _state(files, folders) != state:
+        del _entries[key]
+        return None
+    return output
+
+
+def remember(key: tuple, search_dirs: list[str], output: str) -> None:
+    """Remember `output` under `key`, with what it depends on: the files its line markers
+    name and the folders of `search_dirs` (the include path) and of those files."""
+    files = tuple(sorted({_unescape(m) for m in _MARKER.findall(output) if not m.startswith("<")}))
+    folders = tuple(sorted({os.path.dirname(os.path.abspath(p)) for p in files}
+                           | {os.path.abspath(d) for d in search_dirs}))
+    state = _state(files, folders)
+    if state is not None:
+        _entries[key] = (output, files, folders, state)
+
+
+def forget() -> None:
+    _entries.clear()
