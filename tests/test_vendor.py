@@ -308,6 +308,27 @@ def test_the_llama_cpp_commit_is_checked_in_the_archive(tmp_root):
     assert not (tmp_root / LLAMA_MUL_MM).exists()
 
 
+def test_a_second_read_of_an_archive_reads_it_once_and_another_file_there_again(tmp_path, monkeypatch):
+    """read_pinned remembers the last members it read of each archive (a tarball is read
+    from its start each time), for as long as the archive is the same file."""
+    import zipfile
+
+    path = tmp_path / "d.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("a.h", "one\n")
+    reads = []
+    real = archive._read_members
+    monkeypatch.setattr(archive, "_read_members", lambda a, names: reads.append(a) or real(a, names))
+    assert archive._read_all(path, {"a.h"}) == {"a.h": b"one\n"}
+    assert archive._read_all(path, {"a.h"}) == {"a.h": b"one\n"} and len(reads) == 1
+    assert archive._read_all(path, {"a.h", "b.h"}) == {"a.h": b"one\n"} and len(reads) == 2  # other names
+    new = tmp_path / "new.zip"
+    with zipfile.ZipFile(new, "w") as z:
+        z.writestr("a.h", "two\n")
+    new.replace(path)  # a new download in the old one's place
+    assert archive._read_all(path, {"a.h", "b.h"}) == {"a.h": b"two\n"} and len(reads) == 3
+
+
 # ----------------------------------------------------------------------------- the download cache
 
 def test_a_damaged_cached_distribution_file_is_fetched_again(tmp_root, own_cache):

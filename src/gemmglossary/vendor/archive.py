@@ -15,8 +15,30 @@ from pathlib import Path
 from .manifest import PinnedFile, Source, VendorError
 
 
+# What _read_all last found in each archive: the identity of its file (a download put in
+# its place is another file), the names asked for, their bytes. A compressed tarball can only
+# be read from its start, and the test processes materialize fresh projects from the same
+# archives again and again (llama.cpp's 77 MB source tarball is most of a second each
+# time). The bytes are still checked against the pins by every read_pinned.
+_memo: dict[str, tuple[tuple, frozenset, dict[str, bytes]]] = {}
+
+
 def _read_all(archive: Path, names: set[str]) -> dict[str, bytes]:
     """The bytes of each member of ``names`` that the archive holds (one pass over it)."""
+    try:
+        st = archive.stat()
+        path, ident = str(archive.resolve()), (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        return _read_members(archive, names)
+    last = _memo.get(path)
+    if last is not None and last[0] == ident and last[1] == frozenset(names):
+        return dict(last[2])
+    found = _read_members(archive, names)
+    _memo[path] = (ident, frozenset(names), dict(found))
+    return found
+
+
+def _read_members(archive: Path, names: set[str]) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     try:
         if zipfile.is_zipfile(archive):
