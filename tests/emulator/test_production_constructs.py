@@ -249,6 +249,31 @@ def test_an_integer_division_by_zero_does_not_stop_the_kernel(n):
         assert not lines
 
 
+# A kernel whose first statement divides: the line tables' first rows for a function are
+# those before any change of file, which addr2line read as the compiled file's own (DWARF 5;
+# the emulator has g++ write DWARF 4), and the warning named no line.
+FIRST_DIVISION_SRC = """#include <metal_stdlib>
+using namespace metal;
+kernel void quotients(device long * out [[buffer(0)]], constant long & n [[buffer(1)]],
+                      uint i [[thread_position_in_grid]]) {
+  out[i] = long(i) / n;
+}
+"""
+
+
+@pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"),
+                    reason="only x86-64 traps on an integer division by zero (arm64 gives 0 silently)")
+def test_a_division_by_zero_in_the_first_statement_names_its_line():
+    out = np.full(4, -1, np.int64)
+    k = load_kernel(FIRST_DIVISION_SRC, "quotients")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        k(out, np.int64(0), threads=4, threads_per_threadgroup=4)
+    lines = [str(w.message) for w in seen if issubclass(w.category, PortabilityWarning)]
+    assert lines and all("divides an integer by zero" in m and "<source>:5" in m for m in lines), lines
+    assert out.tolist() == [0, 0, 0, 0]
+
+
 # A threadgroup array cast to a pointer to another type (llama.cpp's flash attention reads
 # `threadgroup half sk[N]` through `(threadgroup half4x4 *) sk`).
 RECAST_SRC = """#include <metal_stdlib>
