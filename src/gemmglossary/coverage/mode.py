@@ -53,7 +53,7 @@ def kernel_flags(library_dirs) -> list[str]:
     if data is None:
         return []
     _point_counters_at(data)
-    # -O0, after the emulator's -O2, so that it wins. Optimized, gcc merges a line's code
+    # -O0, after the emulator's own level, so that it wins. Optimized, gcc merges a line's code
     # into its neighbours' (a statement whose value nothing uses, the store in a branch, a
     # function's exit) and gcov then counts it 0 though it ran; with -O2 -g1 it also gives a
     # statement that only calls an inlined library function (threadgroup_barrier(...)) no
