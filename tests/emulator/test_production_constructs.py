@@ -249,9 +249,9 @@ def test_an_integer_division_by_zero_does_not_stop_the_kernel(n):
         assert not lines
 
 
-# A kernel whose first statement divides: the line tables' first rows for a function are
-# those before any change of file, which addr2line read as the compiled file's own (DWARF 5;
-# the emulator has g++ write DWARF 4), and the warning named no line.
+# A kernel whose first statement divides: the line table's rows before its first change of
+# file, which addr2line (binutils 2.40, DWARF 5) reads as the compiled file's (kernel.cpp),
+# and the warning named no line (symbolize.py reads those rows from the table itself).
 FIRST_DIVISION_SRC = """#include <metal_stdlib>
 using namespace metal;
 kernel void quotients(device long * out [[buffer(0)]], constant long & n [[buffer(1)]],

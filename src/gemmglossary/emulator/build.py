@@ -73,13 +73,10 @@ def cxxflags(ver: str) -> list[str]:
     a third less compile time than full debug info; clang++ keeps -g (its -g1 drops the
     kernel's lines of inlined library code, which the macOS symbolizer needs), with the
     statement frontiers -g gives at -O2 and -g1 does not: without them an empty loop's jump
-    (``while (true) {}``) had the line before it, and a timeout named that line. g++'s line
-    tables are DWARF 4: in DWARF 5 ones, addr2line (binutils 2.40, Debian 12's) takes the rows
-    before a function's first change of file for the compiled file's (kernel.cpp), and a
-    fault in a kernel's first statements then had no line."""
+    (``while (true) {}``) had the line before it, and a timeout named that line."""
     if "clang" in ver:
         return list(CXXFLAGS)
-    return [g for f in CXXFLAGS for g in (("-g1", "-gstatement-frontiers", "-gdwarf-4") if f == "-g" else (f,))]
+    return [g for f in CXXFLAGS for g in (("-g1", "-gstatement-frontiers") if f == "-g" else (f,))]
 
 
 #: compiles: objects compiled; shared: entries that took the object another entry compiled
