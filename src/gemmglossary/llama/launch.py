@@ -121,6 +121,3 @@ class Launch:
                                   threadgroup_memory=None if self.threadgroup_memory is None else {0: self.threadgroup_memory},
                                   **options)
 
-
-def cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b

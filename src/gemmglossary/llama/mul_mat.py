@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .launch import Launch, Tensor, cdiv
+from ..tiles import cdiv
+from .launch import Launch, Tensor
 from .source import COMMON, DEVICE, OPS, impl_constant, pack
 
 #: The lines each rule follows: rule -> (file under ggml/src/ggml-metal/, first, last).
