@@ -23,10 +23,10 @@ PUNCT3 = {"<<=", ">>=", "...", "->*"}
 PUNCT2 = {"::", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=",
           "%=", "&=", "|=", "^=", ".*", "##"}
 # One pattern for every token but a directive and a prefixed literal, its alternatives in the
-# order they are tried: a match per token, not a test per kind (the rewriter tokenizes a
-# preprocessed MLX file of 200 KB some thirty times; this took a third of the time a loop
-# over the characters did). A quoted literal ends at its quote, at a newline (which it
-# keeps) or at the end of the text.
+# order they are tried: a match per token, not a test per kind (every rewrite tokenizes its
+# preprocessed source, 215 KB for an MLX file: this took two thirds of the time a loop over
+# the characters did). A quoted literal ends at its quote, at a newline (which it keeps) or
+# at the end of the text.
 _TOKEN = re.compile(r"""
  (?P<nl>\n)
 |(?P<ws>[ \t\r\f\v]+|\\\n)
