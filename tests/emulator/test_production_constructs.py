@@ -371,3 +371,22 @@ def test_structs_with_a_union_of_vectors_are_assigned_bytewise():
     assert dst.tobytes() == want.tobytes()
     halves = np.stack([src["d"], src["m"]], axis=1)
     assert out.tolist() == halves.view(np.uint32).ravel().tolist()
+
+
+def test_kernels_compile_at_their_level_and_a_level_in_the_extra_flags_wins(monkeypatch):
+    """build.KERNEL_OPT for a kernel (the runtime's -O2 is CXXFLAGS' own); an -O level given
+    in GEMMGLOSSARY_EMULATOR_CXXFLAGS (appended to CXXFLAGS) comes after it and wins."""
+    from gemmglossary.emulator import build
+
+    seen = []
+
+    def compile_(d, pre, filename, fcs, kernel, cxx, ver, flags, **kw):
+        seen.append([f for f in flags if f.startswith("-O")])
+        raise build.CompileError("stopped by the test")
+    monkeypatch.setattr(build, "_compile", compile_)
+    src = "kernel void k(device int * o [[buffer(0)]]) { o[0] = 7; }\n"
+    for extra in ([], ["-O2"]):
+        monkeypatch.setattr(build, "CXXFLAGS", [*build.CXXFLAGS, *extra, "-DMSLEMU_LEVEL_TEST"])
+        with pytest.raises(build.CompileError, match="stopped by the test"):
+            load_kernel(src, "k")
+    assert seen == [[build.KERNEL_OPT], [build.KERNEL_OPT, "-O2"]]

@@ -364,8 +364,9 @@ LIBRARY_OPT = "-Og"
 # The optimization level of every other kernel object. A kernel is compiled far more often
 # than a compiled one runs long: each edit, each set of compile-time values, every fresh CI
 # cache compiles again, and most launches are small. One steel GEMM instantiation took
-# 2.7 s at -O2 and 1.5 s at -O1 (g++ 12); its 512-cubed launch, 134 ms against 155 ms.
-# -O1 keeps the line tables the reports read, as -O2 does.
+# 2.7 s at -O2 and 1.5 s at -O1 (g++ 12); matmul_simd's 512-cubed launch, 138 ms against
+# 160 ms (`gemmglossary bench emulator` prints the launches). -O1 keeps the line tables the
+# reports read, as -O2 does. A level in GEMMGLOSSARY_EMULATOR_CXXFLAGS comes later and wins.
 KERNEL_OPT = "-O1"
 
 
@@ -428,8 +429,9 @@ def _build_preprocessed(pre: str, filename: str, defines: dict | None, function_
                         kernel: str | None, device_races: bool, probe: bool):
     cxx, ver = compiler()
     flags = cxxflags(ver) + kernel_check_flags(ver) + _coverage.kernel_flags(shim_include_dirs())  # its own cache key when instrumented
-    opt = LIBRARY_OPT if kernel is None and _instantiations(pre) > SMALL_FILE else KERNEL_OPT
-    flags = [opt if f == "-O2" else f for f in flags]  # (the runtime's stay -O2: it is compiled once)
+    # the level in CXXFLAGS' own place (the runtime keeps -O2: it is compiled once); flags
+    # from GEMMGLOSSARY_EMULATOR_CXXFLAGS come after it, and a level among them still wins
+    flags[flags.index("-O2")] = LIBRARY_OPT if kernel is None and _instantiations(pre) > SMALL_FILE else KERNEL_OPT
     if device_races:
         flags += device_race_flags(ver)
     def_key = json.dumps({str(k): repr(v) for k, v in sorted((defines or {}).items(), key=lambda kv: str(kv[0]))})
