@@ -84,3 +84,15 @@ def test_a_failed_run_is_not_remembered(tmp_path, runs):
         with pytest.raises(build.CompileError, match="tile.h"):
             build.preprocess(kernel.read_text(), str(kernel), dirs, None)
     assert len(runs) == 2
+
+
+def test_only_the_most_recently_used_sources_are_kept(monkeypatch, runs):
+    monkeypatch.setattr(preprocess_memo, "MEMO_SIZE", 2)
+    src = "kernel void k(device int * o [[buffer(0)]]) { o[0] = N; }\n"
+    for n in (1, 2, 1, 3):  # 1 is used again after 2, so 2 is the one that goes
+        build.preprocess(src, "<source>", [], {"N": n})
+    assert len(runs) == 3
+    build.preprocess(src, "<source>", [], {"N": 1})
+    assert len(runs) == 3
+    build.preprocess(src, "<source>", [], {"N": 2})
+    assert len(runs) == 4

@@ -18,12 +18,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
+from collections import OrderedDict
 
 # a line marker: `# 12 "path" flags`, the path as a C string literal
 _MARKER = re.compile(r'^# \d+ "((?:[^"\\]|\\.)*)"', re.MULTILINE)
 _CLOCK = (b"__DATE__", b"__TIME__", b"__TIMESTAMP__")
 
-_entries: dict[tuple, tuple] = {}
+#: entries kept, the most recently used (a long process loads sources without end)
+MEMO_SIZE = 64
+_entries: "OrderedDict[tuple, tuple]" = OrderedDict()
+_lock = threading.Lock()  # (a build may compile kernels from several threads)
 
 
 def _unescape(literal: str) -> str:
@@ -60,12 +65,16 @@ def _state(files: tuple[str, ...], folders: tuple[str, ...]) -> tuple | None:
 def lookup(key: tuple) -> str | None:
     """The output remembered under `key` (the command, the input, the working folder), if
     nothing it depends on changed since."""
-    entry = _entries.get(key)
+    with _lock:
+        entry = _entries.get(key)
+        if entry is not None:
+            _entries.move_to_end(key)
     if entry is None:
         return None
     output, files, folders, state = entry
     if _state(files, folders) != state:
-        del _entries[key]
+        with _lock:
+            _entries.pop(key, None)
         return None
     return output
 
@@ -77,9 +86,15 @@ def remember(key: tuple, search_dirs: list[str], output: str) -> None:
     folders = tuple(sorted({os.path.dirname(os.path.abspath(p)) for p in files}
                            | {os.path.abspath(d) for d in search_dirs}))
     state = _state(files, folders)
-    if state is not None:
+    if state is None:
+        return
+    with _lock:
         _entries[key] = (output, files, folders, state)
+        _entries.move_to_end(key)
+        while len(_entries) > MEMO_SIZE:
+            _entries.popitem(last=False)
 
 
 def forget() -> None:
-    _entries.clear()
+    with _lock:
+        _entries.clear()
