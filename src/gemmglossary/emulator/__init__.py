@@ -25,8 +25,9 @@ How a source becomes a shared object (see build.py, rewrite.py):
    members of threadgroup objects (threadgroup_members.py), brace lists after a vector
    type (vector_brace_lists.py), template arguments deduced for an instantiation that
    names none (template_deduction.py).
-3. The result is compiled with ``-O1 -g`` (a library of many kernels ``-Og``) and linked with the runtime (fibers with a
-   hand-written context switch, scheduler, diagnostics) into a cached ``.so``
+3. The result is compiled with ``-O1 -g`` (a library of many kernels ``-Og``) and linked
+   with the runtime (fibers with a hand-written context switch, scheduler, diagnostics,
+   compiled ``-O2``) into a cached ``.so``
    (``gemmglossary.paths.cache_dir() / "emulator"``), keyed by the preprocessed
    source, defines, function constants, compiler and emulator version.
 

@@ -43,7 +43,7 @@ _DIRECTIVE = re.compile(r"\#(?:\\\n|/\*[\s\S]*?(?:\*/|\Z)|[^\n])*")
 _PREFIXES = {"u8", "u", "U", "L", "R", "u8R", "uR", "UR", "LR"}  # of u8"", L'', R"()"
 
 
-@dataclass(slots=True)  # a third less time to make, and a rewrite makes some 80,000 per pass
+@dataclass(slots=True)  # a third less time to make: a 215 KB source is some 80,000 tokens
 class Tok:
     kind: str  # ws nl comment pp id num str chr punct
     text: str
