@@ -11,9 +11,9 @@
 - :func:`printed_warnings` prints the warnings raised inside it (the emulator's
   ``PortabilityWarning`` warnings) the same way, instead of letting them go to stderr.
 - :func:`show_figure` displays a matplotlib figure with alt text. In a notebook (and in
-  the site, which executes the snippets with mkdocs-jupyter) the figure is an inline
-  PNG inside an ``<img alt=...>``; run as a plain script it prints the alt text, and
-  saves the PNG when ``GEMMGLOSSARY_FIGURES`` names a folder.
+  the site, which executes the snippets itself) the figure is two inline SVG images,
+  one per colour scheme, each an ``<img alt=...>``; run as a plain script it prints the
+  alt text. Either way it saves a PNG when ``GEMMGLOSSARY_FIGURES`` names a folder.
 """
 
 from __future__ import annotations
@@ -121,20 +121,20 @@ def show_figure(fig, alt: str, *, dpi: int = 110) -> None:
     the reader's scheme."""
     from .figures.matplotlib_schemes import scheme_images
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
-    png = buf.getvalue()
+    # The PNG only when a folder asks for it: drawing one takes as long as the SVG the
+    # notebook shows, and a snippet page has no use for it.
+    folder = settings.value("GEMMGLOSSARY_FIGURES")
+    if folder:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
+        slug = re.sub(r"[^a-z0-9]+", "-", alt.lower()).strip("-")[:60] or "figure"
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"{slug}.png").write_bytes(buf.getvalue())
     images = scheme_images(fig) if _in_ipython() else {}
     # A pyplot-managed figure would be shown a second time, without alt text.
     import matplotlib.pyplot as plt
 
     plt.close(fig)
-
-    folder = settings.value("GEMMGLOSSARY_FIGURES")
-    if folder:
-        slug = re.sub(r"[^a-z0-9]+", "-", alt.lower()).strip("-")[:60] or "figure"
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        (Path(folder) / f"{slug}.png").write_bytes(png)
 
     if not _in_ipython():
         print(f"[figure] {alt}")

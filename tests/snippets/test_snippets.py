@@ -87,12 +87,17 @@ raise RuntimeError("this snippet is broken on purpose")
 
 def test_snippet_with_a_figure_runs_as_a_script(tmp_path: Path):
     """The one path a script run takes that a notebook run does not: show_figure prints the
-    figure's alt text instead of displaying it."""
+    figure's alt text instead of displaying it, and saves it as a PNG where
+    GEMMGLOSSARY_FIGURES says (the only run that draws one)."""
     root = _tiny_site(tmp_path / "site-src", {"good.py": GOOD})
-    proc = run_script(root / "snippets" / "good.py", GEMMGLOSSARY_ROOT=str(root))
+    figures = tmp_path / "figures"
+    proc = run_script(root / "snippets" / "good.py", GEMMGLOSSARY_ROOT=str(root), GEMMGLOSSARY_FIGURES=str(figures))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "KERNEL // version 1" in proc.stdout
     assert "[figure] A falling line, drawn to check alt text" in proc.stdout
+    (png,) = figures.glob("*.png")
+    assert png.name == "a-falling-line-drawn-to-check-alt-text.png"
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 1000
 
 
 def test_broken_snippet_fails_as_a_script(tmp_path: Path):
