@@ -93,6 +93,18 @@ def test_snapshots_show_who_wrote_each_tile_element(tiled):
     assert not trace.snapshots[1]["tileA"].written_since_barrier().any()
 
 
+def test_the_snapshots_are_those_of_the_release_events_in_their_order(tiled):
+    """A trace's snapshots are read with the launch and its events made when first asked
+    for: both give the same snapshots, in the same order, one per barrier release."""
+    trace, *_ = run_tiled(tiled, trace=emulator.Tracing(snapshots=True))
+    snapshots = trace.snapshots  # before the events are made
+    released = [e for e in trace.events if e.kind == "barrier-release"]
+    assert len(snapshots) == len(released) == 4 * 4 and trace.complete  # 4 threadgroups, 2 K steps of 2 barriers
+    assert [e.snapshot for e in released] == snapshots
+    assert all(e.snapshot is None for e in trace.events if e.kind != "barrier-release")
+    assert [(s.threadgroup, s.step, s.line) for s in snapshots] == [(e.threadgroup, e.step, e.line) for e in released]
+
+
 def test_a_full_buffer_is_said(tiled):
     with pytest.warns(emulator.TraceTruncated, match="did not fit"):
         trace, *_ = run_tiled(tiled, trace=emulator.Tracing(max_events=10))

@@ -146,15 +146,28 @@ class Event:
                 f"(simdgroup {self.simdgroup} lane {self.lane}) {self.kind}{what}{where}")
 
 
-@dataclass
 class Trace:
     """The events of a traced launch, ordered by threadgroup and step."""
 
-    events: list[Event]
-    threadgroups_per_grid: tuple[int, int, int]
-    threads_per_threadgroup: tuple[int, int, int]
-    dropped_events: int = 0
-    dropped_snapshots: int = 0
+    def __init__(self, events, threadgroups_per_grid: tuple[int, int, int],
+                 threads_per_threadgroup: tuple[int, int, int], dropped_events: int = 0,
+                 dropped_snapshots: int = 0, *, snapshots: list[Snapshot] | None = None):
+        """``events``: the list, or a function that makes it when it is first asked for
+        (a launch traced with snapshots has hundreds of thousands of events, and a reader
+        of its snapshots needs none of them); ``snapshots``: the events' snapshots in
+        their order, when known without the events."""
+        self._events = events
+        self._snapshots = snapshots
+        self.threadgroups_per_grid = tuple(threadgroups_per_grid)
+        self.threads_per_threadgroup = tuple(threads_per_threadgroup)
+        self.dropped_events = dropped_events
+        self.dropped_snapshots = dropped_snapshots
+
+    @property
+    def events(self) -> list[Event]:
+        if callable(self._events):
+            self._events = self._events()
+        return self._events
 
     @property
     def complete(self) -> bool:
@@ -162,6 +175,8 @@ class Trace:
 
     @property
     def snapshots(self) -> list[Snapshot]:
+        if self._snapshots is not None:
+            return list(self._snapshots)
         return [e.snapshot for e in self.events if e.snapshot is not None]
 
     def threadgroup(self, position) -> list[Event]:
@@ -171,6 +186,11 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.events)
+
+    def __repr__(self) -> str:
+        return (f"Trace({len(self)} events, {len(self.snapshots)} snapshots, grid {self.threadgroups_per_grid}, "
+                f"threadgroup {self.threads_per_threadgroup}, dropped {self.dropped_events} events and "
+                f"{self.dropped_snapshots} snapshots)")
 
 
 def _position(linear: int, ntg) -> tuple[int, int, int]:
@@ -247,36 +267,49 @@ class TracePlan:
         blob = bytes(mm[base + int(h["blob_offset"]):base + int(h["blob_offset"]) + blob_cap]) if blob_cap else b""
         so_base = _call(lib, "mslemu_so_base", ctypes.c_uint64, [])()
         op_name = _call(lib, "mslemu_op_name", ctypes.c_char_p, [ctypes.c_int])
+        # every string and snapshot is read now, while the kernel's object is loaded (the
+        # strings are in it); the events themselves are made when first asked for
         strings: dict[int, str | None] = {0: None}
-        ops: dict[int, str] = {}
+        for offset in np.unique(raw["file"]).tolist():
+            if offset:
+                strings[offset] = ctypes.string_at(so_base + offset).decode(errors="replace")
+        names = {code: kinds.get(code, f"kind {code}") for code in np.unique(raw["kind"]).tolist()}
+        simd = np.isin(raw["kind"], [code for code, name in names.items() if name.startswith("simd")])
+        ops = {code: op_name(code).decode() for code in np.unique(raw["op"][simd]).tolist()}
 
         def text(offset: int) -> str | None:
             if offset not in strings:
                 strings[offset] = ctypes.string_at(so_base + offset).decode(errors="replace")
             return strings[offset]
 
-        events = []
-        positions: dict[int, tuple[int, int, int]] = {}
-        # the columns as Python lists: a field of a numpy record costs microseconds, and a
-        # traced launch with snapshots at every barrier has hundreds of thousands of events
-        fields = ("tg", "seq", "tid", "kind", "file", "line", "op", "flags", "blob")
-        for tg, seq, tid, code_kind, file_at, line, code, flags, blob_at in zip(*(raw[f].tolist() for f in fields)):
-            pos = positions.get(tg)
-            if pos is None:
-                pos = positions[tg] = _position(tg, self.ntg)
-            kind = kinds.get(code_kind, f"kind {code_kind}")
-            op = None
-            if kind.startswith("simd"):
-                if code not in ops:
-                    ops[code] = op_name(code).decode()
-                op = ops[code]
-            file = text(file_at)
-            snap = _snapshot(blob, blob_at - 1, pos, seq, file, line, text) if blob_at else None
-            events.append(Event(pos, seq, tid, kind, file, line, op, flags, snap))
+        snapshots: dict[int, Snapshot] = {}  # row -> its snapshot
+        for row in np.flatnonzero(raw["blob"]).tolist():
+            e = raw[row]
+            snapshots[row] = _snapshot(blob, int(e["blob"]) - 1, _position(int(e["tg"]), self.ntg), int(e["seq"]),
+                                       strings[int(e["file"])], int(e["line"]), text)
+        ntg = self.ntg
+
+        def events() -> list[Event]:
+            out = []
+            positions: dict[int, tuple[int, int, int]] = {}
+            # the columns as Python lists: a field of a numpy record costs microseconds
+            fields = ("tg", "seq", "tid", "kind", "file", "line", "op", "flags")
+            for row, (tg, seq, tid, code_kind, file_at, line, code, flags) in enumerate(
+                    zip(*(raw[f].tolist() for f in fields))):
+                pos = positions.get(tg)
+                if pos is None:
+                    pos = positions[tg] = _position(tg, ntg)
+                kind = names[code_kind]
+                out.append(Event(pos, seq, tid, kind, strings[file_at], line, ops[code] if kind.startswith("simd") else None,
+                                 flags, snapshots.get(row)))
+            return out
+
         dropped_events = max(0, int(h["event_count"]) - int(h["event_capacity"]))
-        releases = sum(1 for e in events if e.kind == "barrier-release")
-        dropped_snaps = releases - sum(1 for e in events if e.snapshot is not None) if h["snapshots"] else 0
-        trace = Trace(events, self.ntg, self.tptg, dropped_events, int(dropped_snaps))
+        release = [code for code, name in names.items() if name == "barrier-release"]
+        releases = int(np.isin(raw["kind"], release).sum())
+        dropped_snaps = releases - len(snapshots) if h["snapshots"] else 0
+        trace = Trace(events, self.ntg, self.tptg, dropped_events, int(dropped_snaps),
+                      snapshots=list(snapshots.values()))
         if not trace.complete:
             warnings.warn(TraceTruncated(
                 f"the trace is incomplete: {trace.dropped_events} event(s) and {trace.dropped_snapshots} snapshot(s) "
