@@ -115,7 +115,7 @@ VARIABLES = {v.name: v for v in (
     Variable("GEMMGLOSSARY_SITE_COVERAGE", "on or off",
              "off builds the site without line coverage (default: on)", _choice("on", "off"), "on"),
     Variable("GEMMGLOSSARY_FIGURES", "a folder (made if missing)",
-             "where a snippet run as a script also saves its figures as PNG files", _folder),
+             "where a snippet run (as a script or a notebook) also saves its figures as PNG files", _folder),
     Variable("GEMMGLOSSARY_COVERAGE", "a folder",
              "the data folder of a coverage run (set by the coverage run)", _folder, internal=True),
     Variable("GEMMGLOSSARY_COVERAGE_SESSION", "a folder",
