@@ -77,6 +77,15 @@ def test_a_source_that_reads_the_clock_is_never_remembered(tmp_path, runs):
     assert len(runs) == 2
 
 
+def test_a_source_text_or_a_define_that_reads_the_clock_is_never_remembered(runs):
+    src = "constant char WHEN[] = __TIME__;\n"
+    build.preprocess(src, "<source>", [], None)
+    build.preprocess(src, "<source>", [], None)
+    build.preprocess("constant char WHEN[] = T;\n", "<source>", [], {"T": "__DATE__"})
+    build.preprocess("constant char WHEN[] = T;\n", "<source>", [], {"T": "__DATE__"})
+    assert len(runs) == 4
+
+
 def test_a_failed_run_is_not_remembered(tmp_path, runs):
     kernel, dirs = _project(tmp_path)
     (tmp_path / "second" / "tile.h").unlink()

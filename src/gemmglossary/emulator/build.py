@@ -262,7 +262,7 @@ def preprocess(source: str, filename: str, include_dirs: list[str], defines: dic
     out = preprocess_memo.lookup(key)
     if out is None:
         out = _run_preprocessor(args, source, filename)
-        preprocess_memo.remember(key, [str(STAGE1_DIR), *map(str, include_dirs)], out)
+        preprocess_memo.remember(key, [str(STAGE1_DIR), *map(str, include_dirs)], out, "\0".join([*args, source]))
     return out
 
 

@@ -9,8 +9,9 @@ could now be found first. That is what an entry checks before it is used: the co
 each file the output's line markers name, and the names in each folder of the include path
 and each folder one of those files is in.
 
-A source that names the clock (``__DATE__``, ``__TIME__``, ``__TIMESTAMP__``) is never
-remembered: its text changes by itself.
+A run whose input names the clock (``__DATE__``, ``__TIME__``, ``__TIMESTAMP__``: in a file
+it read, in the source text or in the command's defines) is never remembered: its output
+changes by itself.
 """
 
 from __future__ import annotations
@@ -79,9 +80,12 @@ def lookup(key: tuple) -> str | None:
     return output
 
 
-def remember(key: tuple, search_dirs: list[str], output: str) -> None:
+def remember(key: tuple, search_dirs: list[str], output: str, given: str) -> None:
     """Remember `output` under `key`, with what it depends on: the files its line markers
-    name and the folders of `search_dirs` (the include path) and of those files."""
+    name and the folders of `search_dirs` (the include path) and of those files. `given`:
+    the text the run was handed besides the files (the command and the source text)."""
+    if any(word.decode() in given for word in _CLOCK):
+        return
     files = tuple(sorted({_unescape(m) for m in _MARKER.findall(output) if not m.startswith("<")}))
     folders = tuple(sorted({os.path.dirname(os.path.abspath(p)) for p in files}
                            | {os.path.abspath(d) for d in search_dirs}))
