@@ -89,6 +89,9 @@ def test_each_process_is_counted_under_its_program():
     assert program("python3", ["python3", "-m", "ipykernel_launcher", "-f", "k.json"]) == "ipykernel (snippets)"
     assert program("python3", ["python3", "-m", "mkdocs", "build"]) == "mkdocs build"
     assert program("python3", ["python3", "-m", "pytest"]).startswith("python")
+    # the emulator's spawned workers (the comm is the executable's name, cut to 15 characters)
+    assert program("worker-c1fb97a3", ["/home/u/.cache/gemmglossary/emulator/worker-c1fb97a3d0e4f5a6", "k.so"]) \
+        == "emulator workers (kernel launches)"
 
 
 def test_test_processes_record_and_the_xdist_controller_does_not(tmp_path):

@@ -105,7 +105,7 @@ VARIABLES = {v.name: v for v in (
              "run kernels inside the calling process, to debug the emulator under gdb (default: off)",
              _boolean, False),
     Variable("GEMMGLOSSARY_EMULATOR_START", "fork or spawn",
-             "how the emulator starts its workers (default: fork on Linux, spawn elsewhere)",
+             "how the emulator starts its workers (default: spawn)",
              _choice("fork", "spawn")),
     Variable("GEMMGLOSSARY_EMULATOR_SYMBOLIZER", "addr2line or dwarf",
              "what turns a kernel's code addresses into lines (default: addr2line where installed)",

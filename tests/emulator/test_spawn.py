@@ -47,3 +47,30 @@ def test_start_method_is_checked(monkeypatch):
     monkeypatch.setenv("GEMMGLOSSARY_EMULATOR_START", "vfork")
     with pytest.raises(ValueError, match="GEMMGLOSSARY_EMULATOR_START='vfork': expected fork or spawn"):
         workers.start_method()
+
+
+def test_spawned_workers_start_cheaper_than_forked_ones_from_a_process_holding_much_memory():
+    """Why spawn is the default: a fork's cost grows with what the caller holds (bench
+    emulator's launch-start table; here one row pair, with fewer launches)."""
+    from gemmglossary.bench import launch_start
+
+    rows = launch_start.measure(held_mb=(300,), launches=20)
+    cpu = {method: caller + workers for method, _, caller, workers, _ in rows}
+    assert set(cpu) == {"spawn", "fork"} and all(c > 0 for c in cpu.values()), rows
+    assert cpu["fork"] > 2 * cpu["spawn"], rows
+
+
+def test_the_launch_start_table_compares_each_row_with_the_spawned_one(monkeypatch):
+    import io
+
+    from gemmglossary.bench import bench_launch_start, launch_start
+
+    monkeypatch.setattr(launch_start, "measure", lambda: [
+        ("spawn", 0, 0.001, 0.004, 0.004), ("fork", 0, 0.002, 0.002, 0.003),
+        ("spawn", 300, 0.001, 0.004, 0.004), ("fork", 300, 0.015, 0.015, 0.025)])
+    out = io.StringIO()
+    rows = bench_launch_start(out=out)
+    lines = out.getvalue().splitlines()
+    assert [ln.split()[:2] for ln in lines[2:6]] == [["spawn", "+0"], ["fork", "+0"], ["spawn", "+300"], ["fork", "+300"]]
+    assert lines[5].split()[-1] == "6.0×" and lines[3].split()[-1] == "0.8×"
+    assert all(r[-1] for r in rows)

@@ -71,8 +71,10 @@ def compiled():
     (signal.SIGTERM, {}),
     # the portable way (what macOS relies on): each worker's timer sees that its parent changed
     (signal.SIGKILL, {"GEMMGLOSSARY_EMULATOR_NO_PDEATHSIG": "1"}),
-    (signal.SIGKILL, {"GEMMGLOSSARY_EMULATOR_START": "spawn", "GEMMGLOSSARY_EMULATOR_NO_PDEATHSIG": "1"}),
-], ids=["SIGKILL", "SIGTERM", "SIGKILL-timer-only", "SIGKILL-spawned-workers"])
+    # forked workers (GEMMGLOSSARY_EMULATOR_START=fork; spawned ones are the default)
+    (signal.SIGKILL, {"GEMMGLOSSARY_EMULATOR_START": "fork"}),
+    (signal.SIGKILL, {"GEMMGLOSSARY_EMULATOR_START": "fork", "GEMMGLOSSARY_EMULATOR_NO_PDEATHSIG": "1"}),
+], ids=["SIGKILL", "SIGTERM", "SIGKILL-timer-only", "SIGKILL-forked-workers", "SIGKILL-forked-timer-only"])
 def test_workers_stop_when_the_caller_is_killed(sig, env):
     caller = subprocess.Popen([sys.executable, "-c", CALLER, str(DIAG)], stdout=subprocess.PIPE, text=True,
                               env=dict(os.environ, **env))
@@ -82,6 +84,10 @@ def test_workers_stop_when_the_caller_is_killed(sig, env):
         workers = _children(caller.pid)
         time.sleep(0.2)
         assert all(_alive(w) for w in workers), "the workers should spin until stopped"
+        # spawned by default: the worker executable, not a copy of the caller
+        spawned = env.get("GEMMGLOSSARY_EMULATOR_START", "spawn") == "spawn"
+        names = {Path(f"/proc/{w}/comm").read_text().strip() for w in workers}
+        assert all(n.startswith("worker-") == spawned for n in names), names
         caller.send_signal(sig)
         caller.wait(10)
         assert _wait_for(lambda: not any(_alive(w) for w in workers), 2.0), \

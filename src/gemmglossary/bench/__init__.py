@@ -5,8 +5,9 @@ and 512³ and prints emulated GFLOP/s next to numpy's matmul time measured in th
 run (the ratio says how many times slower than numpy the emulation is), the same launches
 with and without the device race check (what ``device_races=True`` costs), then MLX's decode
 kernels, qmv (4-bit), llama.cpp's q4_0 mul_mv and gemv at 4096 × 4096, beside numpy's time for
-the same product (:mod:`gemmglossary.bench.matvec`), and how long each of llama.cpp's vendored
-Metal files takes to compile whole into one library (:mod:`gemmglossary.bench.library_compile`).
+the same product (:mod:`gemmglossary.bench.matvec`), how long each of llama.cpp's vendored
+Metal files takes to compile whole into one library (:mod:`gemmglossary.bench.library_compile`),
+and what starting a launch's workers costs, spawned or forked (:mod:`gemmglossary.bench.launch_start`).
 It measures the emulator, not a GPU. ``bench metal`` is
 delegated to :mod:`gemmglossary.bench.metal`, and ``bench suite`` (the test suite's time from
 a clean clone) to :mod:`gemmglossary.bench.suite`.
@@ -89,7 +90,7 @@ def bench_emulator(sizes=SIZES, kernels=KERNELS, repeats: int = 3, race_check: b
         print(f"{name:<14}{n:>5}³{t_emu * 1e3:>10.1f}ms{gflops:>10.3f}{t_np * 1e3:>10.3f}ms{t_emu / t_np:>8.0f}×"
               + ("" if ok else "  WRONG RESULT"), file=out, flush=True)
     print("times are the best of the runs (numpy: over all runs of that size); an emulated launch "
-          "includes forking its worker processes", file=out)
+          "includes starting its worker processes", file=out)
     return rows
 
 
@@ -153,6 +154,21 @@ def bench_library_compile(names, out=sys.stdout) -> list:
     return rows
 
 
+def bench_launch_start(out=sys.stdout) -> list:
+    from . import launch_start
+
+    rows = launch_start.measure()
+    print(f"\n{'workers':<9}{'caller holds':>14}{'CPU a launch':>14}{'wall':>10}{'vs spawned':>12}", file=out)
+    spawned = {held: caller + workers for method, held, caller, workers, _ in rows if method == "spawn"}
+    for method, held, caller, workers, wall in rows:
+        cpu = caller + workers
+        print(f"{method:<9}{'+' + str(held) + ' MB':>14}{cpu * 1e3:>12.1f}ms{wall * 1e3:>8.1f}ms"
+              f"{cpu / spawned[held]:>11.1f}×", file=out, flush=True)
+    print("one launch of a 256-thread kernel on 2 workers, its CPU (the caller's and the workers'), from a fresh "
+          "process holding that much more memory; spawn is the default (emulator/workers.py)", file=out)
+    return [(*row, True) for row in rows]
+
+
 def register(subparsers) -> None:
     from ..cli import subparser
     from ..run import positive
@@ -176,6 +192,8 @@ def register(subparsers) -> None:
     e.add_argument("--no-race-check", action="store_true", help="skip the threadgroup-memory race check")
     e.add_argument("--no-device-races", action="store_true",
                    help="skip the table of what device_races=True (the device-memory race check) costs")
+    e.add_argument("--no-launch-start", action="store_true",
+                   help="skip the table of what starting a launch's workers costs (spawned or forked)")
     e.epilog = ("bad input (a size above the limits of `gemmglossary run`, a --repeats below 1, an unknown\n"
                 "kernel or product) is one line on stderr, exit 2, before anything runs")
     e.set_defaults(func=_run_emulator)
@@ -238,6 +256,8 @@ def _run_emulator(a) -> int:
         rows += bench_matvec(a.matvec, a.repeats, not a.no_race_check)
     if a.libraries:
         rows += bench_library_compile(a.libraries)
+    if not a.no_launch_start:
+        rows += bench_launch_start()
     return 0 if all(r[-1] for r in rows) else 1
 
 

@@ -5,7 +5,7 @@ they say how busy it was, not what the measured command cost. Here the command r
 cgroup of its own (cgroup v1's ``cpuacct`` controller, where the kernel offers it and we
 may make one: root on Linux): every process it starts is counted, however it was
 started (chromium outlives the Playwright driver that launched it; ipykernels are
-started by jupyter_client, emulator workers by fork), and nobody else's. Where there is
+started by jupyter_client, emulator workers by posix_spawn), and nobody else's. Where there is
 no such cgroup, the command's own children, as ``getrusage`` counts them, stand in, and
 the report says so.
 
@@ -37,6 +37,8 @@ def program(comm: str, cmdline: list[str]) -> str:
     if comm in ("cc1plus", "cc1", "as", "ld", "ld.gold", "collect2", "g++", "gcc", "c++", "clang", "clang++",
                 "lto-wrapper", "gcov"):
         return "g++ (compile, assemble, link, gcov)"
+    if re.fullmatch(r"worker-[0-9a-f]+", comm):  # emulator/workers.py's spawned worker executable
+        return "emulator workers (kernel launches)"
     if comm.startswith(("chromium", "chrome")) or any("chromium" in a for a in cmdline[:1]):
         return "chromium"
     if comm in ("node",) or any("playwright" in a for a in cmdline[:2]):
@@ -51,7 +53,7 @@ def program(comm: str, cmdline: list[str]) -> str:
     if re.search(r"\bpip\b", text):
         return "pip"
     if comm.startswith("python") or "python" in text:
-        return "python (pytest and emulated kernels)"
+        return "python (pytest, and forked emulator workers)"
     return comm
 
 

@@ -57,9 +57,9 @@ Every launch runs in child processes (a crash in kernel code raises KernelCrash 
 never kills the caller); threadgroups are split over ``workers`` processes (default up
 to 2 CPUs, ``$GEMMGLOSSARY_EMULATOR_WORKERS``), each threadgroup whole in one process,
 and the error of the lowest-numbered failing threadgroup is the one reported, so results
-and diagnostics do not depend on the number of workers. Workers are forked on Linux and
-spawned elsewhere (workers.py says why); they die with their caller, and an interrupted
-wait (Ctrl-C, a test timeout) kills them.
+and diagnostics do not depend on the number of workers. Workers are spawned (a small
+executable that loads the kernel: workers.py says why); they die with their caller, and
+an interrupted wait (Ctrl-C, a test timeout) kills them.
 
 Diagnostics: DataRaceError (threadgroup memory, found from shadow memory whatever the
 schedule, naming both lines; device memory too with ``device_races=True``, which runs a

@@ -1,21 +1,27 @@
 """The worker processes of a launch: started, waited for, and merged into one result.
 
 Every launch runs in child processes, so a crash in kernel code never ends the caller.
-How they start depends on the platform:
+How they start (``GEMMGLOSSARY_EMULATOR_START``):
 
+- ``spawn`` (the default, on every platform): a small worker executable
+  (cpp/worker_main.cpp, compiled once per compiler) is started with ``posix_spawn`` and
+  loads the kernel itself. Its cost does not depend on the caller, where a fork copies
+  the caller's page tables and then pays a fault for each page either side writes: a
+  process that holds much memory (a test session with hundreds of modules, a notebook
+  with large arrays) forks slowly. `gemmglossary bench emulator` prints both; on 7
+  December a launch of a tiny kernel from a process holding 300 MB more of Python
+  objects cost 32 ms of CPU forked and 5 ms spawned (a pytest process of this suite
+  holds about 300 MB), and from a small process about 5 ms either way. On macOS it is
+  also the only safe way: a process that has loaded Apple's frameworks (PyObjC is
+  imported to look for a Metal device) may not run after ``fork()`` without ``exec()``:
+  the Objective-C runtime and libdispatch hold state a forked child cannot use, and
+  Apple documents only async-signal-safe calls as safe there, which the runtime's
+  diagnostics (snprintf, allocation) are not. ``OBJC_DISABLE_INITIALIZE_FORK_SAFETY``
+  would only silence one of the runtime's checks, not make the child safe, so it is
+  not used.
 - ``fork`` (Linux): the kernel's runtime forks the workers (``mslemu_fork_workers``); they
   share the caller's memory map and run only the emulator's own C++ code before
-  ``_exit``.
-- ``spawn`` (macOS, and anywhere with ``GEMMGLOSSARY_EMULATOR_START=spawn``): a small
-  worker executable (cpp/worker_main.cpp, compiled once per compiler) is started with
-  ``posix_spawn`` and loads the kernel itself. On macOS a process that has loaded Apple's
-  frameworks (PyObjC is imported to look for a Metal device) may not run after ``fork()``
-  without ``exec()``: the Objective-C runtime and libdispatch hold state a forked child
-  cannot use, and Apple documents only async-signal-safe calls as safe there, which the
-  runtime's diagnostics (snprintf, allocation) are not.
-  ``OBJC_DISABLE_INITIALIZE_FORK_SAFETY`` would only silence one of the runtime's checks,
-  not make the child safe, so it is not used. A spawned worker starts from ``exec``, in a
-  clean process: safe whatever the caller had loaded.
+  ``_exit``. Kept for comparison (tests/emulator/test_spawn.py runs both).
 
 The launch, the results and the buffers live in one shared region, backed by a file
 descriptor (memfd on Linux, an unlinked temporary file elsewhere) so that a spawned worker
@@ -33,7 +39,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,8 +53,8 @@ WORKER_SRC = Path(__file__).resolve().parent / "cpp" / "worker_main.cpp"
 
 
 def start_method() -> str:
-    """'fork' or 'spawn' ($GEMMGLOSSARY_EMULATOR_START, else fork on Linux only)."""
-    return settings.value("GEMMGLOSSARY_EMULATOR_START") or ("fork" if sys.platform.startswith("linux") else "spawn")
+    """'fork' or 'spawn' ($GEMMGLOSSARY_EMULATOR_START, else spawn)."""
+    return settings.value("GEMMGLOSSARY_EMULATOR_START") or "spawn"
 
 
 class Region:
