@@ -97,6 +97,21 @@ def test_the_manifest_pins_mlx_and_llama_cpp_with_one_version_each():
     assert text.count(mlx.version) == 1, "the MLX version is written once ({version} elsewhere)"
 
 
+def test_pins_are_read_again_when_the_manifest_changes_and_only_then(tmp_path):
+    path = tmp_path / "vendor.toml"
+    text = (kernels_dir() / "vendor.toml").read_text()
+    path.write_text(text)
+    first = vendor.load_pins(path)
+    assert vendor.load_pins(path) is first  # unchanged: the pins already read
+    version = first.mlx.version
+    other = version[:-1] + ("1" if version[-1] != "1" else "2")  # same length: same size, maybe same mtime
+    path.write_text(text.replace(f'version = "{version}"', f'version = "{other}"', 1))
+    assert vendor.load_pins(path).mlx.version == other
+    path.write_text("[mlx\n")
+    with pytest.raises(vendor.VendorError, match="not valid TOML"):
+        vendor.load_pins(path)
+
+
 def test_the_installed_mlx_is_the_pinned_release():
     """Vendoring does not need mlx, but the tests compare with the installed mlx's own
     behaviour (mx.quantize bit for bit, metal_kernel's generated source): pyproject.toml pins

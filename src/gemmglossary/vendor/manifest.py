@@ -178,13 +178,26 @@ def _source(path: Path, key: str, table: dict) -> Source:
     return src
 
 
+#: the pins last read from each manifest, by its bytes: callers ask for them per excerpt
+#: block, per fact and per line they check (a few milliseconds each time to parse), and
+#: Pins is immutable, so one object serves every caller until the file changes
+_read: dict[Path, tuple[bytes, Pins]] = {}
+
+
 def load_pins(path: Path | None = None) -> Pins:
     path = path or manifest_path()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise VendorError(f"{path}: missing; it pins the upstream files the site quotes") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise VendorError(f"{path}: cannot be read: {exc}") from None
+    known = _read.get(path)
+    if known is not None and known[0] == raw:
+        return known[1]
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise VendorError(f"{path}: cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise VendorError(f"{path}: not valid TOML: {exc}") from None
@@ -198,4 +211,6 @@ def load_pins(path: Path | None = None) -> Pins:
                 raise VendorError(f"{path}: vendor_root {b!r} lies inside {a!r}")
     if len(set(roots)) != len(roots):
         raise VendorError(f"{path}: two sources share a vendor_root")
-    return Pins(path, tuple(sources))
+    pins = Pins(path, tuple(sources))
+    _read[path] = (raw, pins)
+    return pins
