@@ -114,3 +114,11 @@ constant constexpr uint not_one = 4;
         ("has_bias", "bool", "0", 0, 2), ("tile", "metal :: uint", "1 + 2", 3, 3),
         ("named", "int", "INDEX", None, 4)]
     assert found[0].file == "k.metal"
+    # asked again (a launch plan asks on every launch): the same declarations, from a list
+    # the caller may change; another text or file name is read anew
+    again = function_constants(src, "k.metal")
+    assert again == found and again is not found
+    again.clear()
+    assert function_constants(src, "k.metal") == found
+    assert [f.file for f in function_constants(src, "other.metal")] == ["other.metal"] * 3
+    assert [f.name for f in function_constants(src.replace("has_bias", "has_scale"), "k.metal")][0] == "has_scale"

@@ -281,13 +281,27 @@ class FunctionConstant:
     line: int
 
 
+#: the declarations last found in a source text (its tokens are the cost: a launch plan of
+#: llama.cpp asks for them on each launch, in a 6,700-line file)
+_FOUND: dict[tuple[str, str], tuple[FunctionConstant, ...]] = {}
+_FOUND_LIMIT = 16
+
+
 def function_constants(source: str | list[Tok], filename: str = "<source>") -> list[FunctionConstant]:
     """Every function constant declaration of a source (comments and strings ignored)."""
     if isinstance(source, str):
-        toks = tokenize(source)
-        assign_lines(toks, filename)
-    else:
-        toks = source
+        key = (source, filename)
+        if key not in _FOUND:
+            toks = tokenize(source)
+            assign_lines(toks, filename)
+            if len(_FOUND) >= _FOUND_LIMIT:
+                _FOUND.pop(next(iter(_FOUND)))
+            _FOUND[key] = tuple(_function_constants(toks))
+        return list(_FOUND[key])
+    return _function_constants(source)
+
+
+def _function_constants(toks: list[Tok]) -> list[FunctionConstant]:
     out = []
     for i, t in enumerate(toks):
         if t.kind != "id" or t.text != "constant":
