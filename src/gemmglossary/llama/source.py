@@ -112,8 +112,13 @@ def impl_constant(name: str) -> int:
     return _impl()[1][name]
 
 
-@cache
 def common_constant(name: str) -> int:
     """An integer ``#define`` of ggml-common.h (``QK4_0``, ``QK_K``, ``K_SCALE_SIZE``...)."""
+    return _common()[name]
+
+
+@cache
+def _common():
+    # read once (the file is read like ggml-metal-impl.h above: the pinned copy does not change)
     path = root() / "ggml/src/ggml-common.h"
-    return constants(path.read_text(encoding="utf-8"))[name]
+    return constants(path.read_text(encoding="utf-8"))
