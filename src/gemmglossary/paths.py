@@ -18,11 +18,16 @@ from pathlib import Path
 from . import settings
 
 
+#: two levels above this package (resolved once: the package does not move while it runs,
+#: and callers ask for the root thousands of times in a build)
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
 def project_root() -> Path:
     override = settings.value("GEMMGLOSSARY_ROOT")
     if override is not None:
         return override
-    return Path(__file__).resolve().parents[2]
+    return _CHECKOUT
 
 
 def kernels_dir() -> Path:
