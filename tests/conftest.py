@@ -6,6 +6,7 @@ fresh checkout needs no separate `gemmglossary vendor` step.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -176,6 +177,12 @@ _background: dict = {}
 
 
 def pytest_collection_finish(session) -> None:
+    # What collection made (every test module and what it imports: most of a test process's
+    # 300 MB of objects) lives to the end of the session; out of the collector's reach, it is
+    # no longer walked by each full collection (96 of them in the two test processes of a
+    # suite, 12 of their 14 s of garbage collection, measured on 7 December).
+    gc.collect()
+    gc.freeze()
     config = session.config
     if not _measuring(config):
         return
