@@ -18,8 +18,8 @@ METHODS = ("spawn", "fork")
 HELD_MB = (0, 300)
 LAUNCHES = 60
 
-#: run in the fresh process: compile once, warm up, hold `held` MB (written, so resident),
-#: then time `launches` launches of the kernel on 2 workers
+#: run in the fresh process: compile once, warm up, hold `held` MB more of small objects (as a Python
+#: heap holds them: pages a fork must copy), then time `launches` launches of the kernel on 2 workers
 _PROBE = r"""
 import json, os, sys, time
 import numpy as np
