@@ -16,6 +16,7 @@ the file, which is how the first-party kernels state them.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -281,24 +282,19 @@ class FunctionConstant:
     line: int
 
 
-#: the declarations last found in a source text (its tokens are the cost: a launch plan of
-#: llama.cpp asks for them on each launch, in a 6,700-line file)
-_FOUND: dict[tuple[str, str], tuple[FunctionConstant, ...]] = {}
-_FOUND_LIMIT = 16
-
-
 def function_constants(source: str | list[Tok], filename: str = "<source>") -> list[FunctionConstant]:
     """Every function constant declaration of a source (comments and strings ignored)."""
     if isinstance(source, str):
-        key = (source, filename)
-        if key not in _FOUND:
-            toks = tokenize(source)
-            assign_lines(toks, filename)
-            if len(_FOUND) >= _FOUND_LIMIT:
-                _FOUND.pop(next(iter(_FOUND)))
-            _FOUND[key] = tuple(_function_constants(toks))
-        return list(_FOUND[key])
+        return list(_found_in_text(source, filename))
     return _function_constants(source)
+
+
+# Tokenizing is the cost: a launch plan of llama.cpp asks on each launch, in a 6,700-line file.
+@functools.lru_cache(maxsize=16)
+def _found_in_text(source: str, filename: str) -> tuple[FunctionConstant, ...]:
+    toks = tokenize(source)
+    assign_lines(toks, filename)
+    return tuple(_function_constants(toks))
 
 
 def _function_constants(toks: list[Tok]) -> list[FunctionConstant]:
