@@ -53,7 +53,7 @@ def program(comm: str, cmdline: list[str]) -> str:
     if re.search(r"\bpip\b", text):
         return "pip"
     if comm.startswith("python") or "python" in text:
-        return "python (pytest, and forked emulator workers)"
+        return "python (pytest and the other Python processes)"
     return comm
 
 
