@@ -164,3 +164,54 @@ def test_a_body_is_found_in_generated_source_only_at_a_line_start():
     assert body_line_offset(generated, "\n\n  out[0] = 1;\n") == -1  # its line 3 is line 2
     assert body_line_offset(generated, "out[0] = 1;") is None  # mid-line: not this body
     assert body_line_offset(generated, "\n \n") is None
+
+
+HELPER_KERNEL = """\
+#include <metal_stdlib>
+using namespace metal;
+
+inline __attribute__((always_inline)) float twice(float x)
+{
+    return 2.0f * x;
+}
+
+kernel void doubled(device float* out [[buffer(0)]],
+                    uint gid [[thread_position_in_grid]])
+{
+    out[gid] = twice(float(gid));
+}
+"""
+HELPER_SIGNATURE, HELPER_BODY = 4, 6
+HELPER_RUN = """\
+import numpy as np
+from gemmglossary.emulator import load_kernel
+k = load_kernel({path!r}, "doubled")
+out = np.zeros(64, np.float32)
+k(out, threads=(64, 1, 1), threads_per_threadgroup=(32, 1, 1), workers=1)
+assert (out == 2 * np.arange(64)).all()
+"""
+
+
+def test_a_forced_inline_helper_is_compiled_as_a_function_of_its_own_for_coverage(tmp_path):
+    # unoptimized, gcc still inlines what is marked always_inline (MLX's METAL_FUNC: nearly
+    # every helper), which made a steel GEMM instantiation one 220 KB function; a coverage
+    # build blanks the mark, and the helper's entry (its signature line) then has code of its own
+    path = tmp_path / "helper.metal"
+    path.write_text(HELPER_KERNEL)
+    data = tmp_path / "coverage"
+    r = subprocess.run([sys.executable, "-c", HELPER_RUN.format(path=str(path))], env=dict(os.environ, **{mode.ENV: str(data)}),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = gcov.line_counts(mode.counters_dir(data), tmp_path)["helper.metal"]
+    assert lines[HELPER_BODY] >= 64 and lines[HELPER_SIGNATURE] >= 64, lines
+
+
+def test_instrumented_text_blanks_forced_inlining_in_place():
+    text = ("inline __attribute__((always_inline)) float f();\n"
+            "METAL_FUNC_LIKE __attribute__(( __always_inline__ )) int g();\n"
+            "[[gnu::always_inline]] inline int h();\n"
+            "__attribute__((noinline)) int k(); // always_inline in a comment stays\n")
+    out = mode.instrumented_text(text)
+    assert "always_inline" not in out.split("//")[0] and "always_inline in a comment" in out
+    assert "__attribute__((noinline))" in out
+    assert [len(x) for x in out.splitlines()] == [len(x) for x in text.splitlines()]  # lines and columns kept

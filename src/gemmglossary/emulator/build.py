@@ -505,14 +505,15 @@ def _compile(d: Path, pre: str, filename: str, function_constants: dict | None, 
     }
     if at_load:
         manifest["fc_slots"] = [list(s) for s in rw.at_load]
+    text = _coverage.instrumented_text(rw.text) if "--coverage" in flags else rw.text
     d.mkdir(parents=True, exist_ok=True)
     src = d / "kernel.cpp"
-    _cache.atomic_write(src, rw.text.encode())
+    _cache.atomic_write(src, text.encode())
     # Entries whose translation units are the same (the kernel a key names is not always
     # cut out: a file's plain kernels are all kept, and a define the source never reads
     # changes the key, not the text) share one compile: the first compiles, the others copy
     # its object (one build at a time, the others wait: workers that want it together).
-    unit = translation_unit(rw.text, cxx, ver, flags)
+    unit = translation_unit(text, cxx, ver, flags)
     with exclusive(unit.with_name(f".{unit.name}.lock")):
         shared = _compiled_unit(unit, d, manifest)
         if shared is not None:
