@@ -57,10 +57,11 @@ def kernel_flags(library_dirs) -> list[str]:
     # into its neighbours' (a statement whose value nothing uses, the store in a branch, a
     # function's exit) and gcov then counts it 0 though it ran; with -O2 -g1 it also gives a
     # statement that only calls an inlined library function (threadgroup_barrier(...)) no
-    # line at all. Unoptimized, nothing is inlined but what is forced (instrumented_text), and -g1 (the line tables, which the
-    # diagnostics read) gives gcov the same executable and executed lines as -g: measured
-    # on the first-party kernels, gemv, the reductions and the exercises (1301 lines in 40
-    # files), while each compile takes about a quarter less time.
+    # line at all. Unoptimized, nothing is inlined but what is forced (instrumented_text
+    # blanks that), and -g1 (the line tables, which the diagnostics read) gives gcov the
+    # same executable and executed lines as -g: measured on the first-party kernels, gemv,
+    # the reductions and the exercises (1301 lines in 40 files), while each compile takes
+    # about a quarter less time.
     # The runtime (the scheduler, runtime_flags) stays optimized.
     return ["--coverage", "-O0", "-g1", f"-fprofile-exclude-files={_not_instrumented(library_dirs)}"]
 
@@ -74,10 +75,11 @@ def instrumented_text(text: str) -> str:
     inlining blanked (columns kept). Unoptimized, gcc still inlines what is marked
     always_inline, and MLX marks nearly every helper so: a steel GEMM instantiation became
     one function of 220 KB of code, and its compile spent most of its time on it. Not
-    inlined, each helper is compiled once, and gcov counts the same lines as run (a line's
-    count is summed over the places its code is). The shim's own helpers keep theirs
-    (they are in the precompiled header, not in this text): a report names the kernel's
-    line from their inline chain."""
+    inlined, each helper is compiled once; every line that ran still counts (a line's count
+    is summed over the places its code is), and a helper's signature line now has code,
+    its entry, and counts too. The shim's own helpers keep theirs (they are in the
+    precompiled header, not in this text): a report names the kernel's line from their
+    inline chain."""
     return _FORCED_INLINE.sub(lambda m: " " * len(m.group(0)), text)
 
 
