@@ -196,7 +196,10 @@ def test_a_switch_of_scheme_is_measured_after_its_fades(page, site_pages):
     background of a code block, read just after set_color_scheme (a shown block) or after
     open_folded (a block folded through the switch), is the one it keeps."""
     url = next(u for u in figurechecks.entries(site_pages) if u.rstrip("/").endswith("epilogue-fusion"))
+    page.emulate_media(reduced_motion="no-preference")  # (the suite's context asks for none)
     page.goto(url, wait_until="load")
+    fades = page.evaluate("() => getComputedStyle(document.querySelector('.md-content pre > code')).transitionDuration")
+    assert any(float(d.rstrip("ms")) > 0 for d in fades.split(",")), f"no fade on a code block to wait for: {fades}"
     backgrounds = """() => Array.from(document.querySelectorAll('.md-content pre > code'))
       .filter(c => c.closest('details') === null || c.closest('details').open)
       .map(c => getComputedStyle(c).backgroundColor)"""
