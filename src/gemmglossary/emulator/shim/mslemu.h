@@ -23,6 +23,11 @@
 #endif
 // library functions that take no program counter: the compiler decides what to inline
 #define MSLEMU_FN inline
+// helpers that are handed the program counter of the kernel line they report on, and so
+// need no inline chain: compiled once per kernel, out of line (COLD: they run only when
+// the launch has found something, and the compiler moves their calls off the fast path)
+#define MSLEMU_OUTLINE __attribute__((noinline)) inline
+#define MSLEMU_COLD __attribute__((noinline, cold)) inline
 
 #include "mslemu_f16.h"
 #if defined(__FLT16_MAX__) && !defined(MSLEMU_SOFT_HALF) && \
@@ -79,7 +84,10 @@ MSLEMU_AI uint32_t pcoff(const void* pc) { return (uint32_t)((uintptr_t)pc - ctx
 // barrier is an execution barrier, so the read was executed before the write could be, and
 // what mem_none leaves out is whether a write before the barrier is visible after it, which
 // a read before it cannot depend on (llama.cpp's soft_max reuses its buffer so)
-MSLEMU_AI void conflict(int kind, const void* p, const void* pc, uint32_t stamp, uint32_t other, uint32_t other_pc) {
+// (Out of line, like bad_access below: it runs only on a finding, and it is given the PC of
+// the access, so no inline chain is needed to name the line. Inlined, it was a fifth of the
+// code of a kernel that touches threadgroup memory: tg_write calls it from three places.)
+MSLEMU_COLD void conflict(int kind, const void* p, const void* pc, uint32_t stamp, uint32_t other, uint32_t other_pc) {
   if (stamp < ctx.exec_sync) {
     if (kind != 3) exec_ordered(kind, p, pc, other, other_pc);
   } else {
@@ -117,12 +125,13 @@ MSLEMU_AI void tg_write(const void* p, const void* pc) {
   s.w_tid = (uint16_t)t; s.w_stamp = ctx.clock; s.w_pc = pcoff(pc);
 }
 // every byte of an object, so that an access to any one of its fields meets the record
-MSLEMU_AI void tg_read_n(const void* p, size_t n, const void* pc) {
+// (out of line: a loop over the bytes, given the access's PC; one call costs less than it)
+MSLEMU_OUTLINE void tg_read_n(const void* p, size_t n, const void* pc) {
   bool any = false;
   for (size_t k = 0; k < n; ++k) any |= tg_read<true>((const char*)p + k, pc);
   if (ctx.race_check && !any) uninit_read(p, pc);
 }
-MSLEMU_AI void tg_write_n(const void* p, size_t n, const void* pc) {
+MSLEMU_OUTLINE void tg_write_n(const void* p, size_t n, const void* pc) {
   for (size_t k = 0; k < n; ++k) tg_write((const char*)p + k, pc);
 }
 
@@ -131,7 +140,7 @@ MSLEMU_AI void tg_write_n(const void* p, size_t n, const void* pc) {
 
 template <int A, class T> struct ptr;
 // an access outside [lo, hi): through a buffer the launch left unbound, or out of bounds
-MSLEMU_AI void* bad_access(const void* pc, const void* p, const char* lo, const char* hi, size_t elem, const char* name) {
+MSLEMU_COLD void* bad_access(const void* pc, const void* p, const char* lo, const char* hi, size_t elem, const char* name) {
   if (lo == hi && unbound_index(lo) >= 0)
     fail(E_OOB, "kernel accessed parameter '%s' [[buffer(%d)]] at {{pc:%lx}}, but the launch left that buffer unbound "
          "(bind it, or keep the kernel from reading it)", name, unbound_index(lo),
