@@ -19,7 +19,9 @@ template <class A> MSLEMU_AI A attr_from(const uint32_t* v) {
 
 alignas(64) extern char zero_block[4096];
 
-template <class A> MSLEMU_AI A bind(const ParamDesc& d) {
+// (out of line: it runs once per parameter as a thread starts, and reports by the parameter's
+// name, not by a line)
+template <class A> MSLEMU_OUTLINE A bind(const ParamDesc& d) {
   using B = std::remove_cv_t<std::remove_reference_t<A>>;
   const Fiber* f = ctx.cur;
   uint32_t v[3] = {0, 0, 0};
