@@ -23,9 +23,10 @@
 #endif
 // library functions that take no program counter: the compiler decides what to inline
 #define MSLEMU_FN inline
-// helpers that are handed the program counter of the kernel line they report on, and so
-// need no inline chain: compiled once per kernel, out of line (COLD: they run only when
-// the launch has found something, and the compiler moves their calls off the fast path)
+// helpers that need no inline chain to name a kernel line (they are handed the program
+// counter of the line they report on, or report by a parameter's name): compiled once per
+// kernel, out of line (COLD: they run only when the launch has found something, and the
+// compiler moves their calls off the fast path)
 #define MSLEMU_OUTLINE __attribute__((noinline)) inline
 #define MSLEMU_COLD __attribute__((noinline, cold)) inline
 
@@ -85,8 +86,8 @@ MSLEMU_AI uint32_t pcoff(const void* pc) { return (uint32_t)((uintptr_t)pc - ctx
 // what mem_none leaves out is whether a write before the barrier is visible after it, which
 // a read before it cannot depend on (llama.cpp's soft_max reuses its buffer so)
 // (Out of line, like bad_access below: it runs only on a finding, and it is given the PC of
-// the access, so no inline chain is needed to name the line. Inlined, it was a fifth of the
-// code of a kernel that touches threadgroup memory: tg_write calls it from three places.)
+// the access, so no inline chain is needed to name the line. Inlined, the two were copied
+// into every access: a steel GEMM kernel's code was 67.0 KB with them, 51.5 KB without.)
 MSLEMU_COLD void conflict(int kind, const void* p, const void* pc, uint32_t stamp, uint32_t other, uint32_t other_pc) {
   if (stamp < ctx.exec_sync) {
     if (kind != 3) exec_ordered(kind, p, pc, other, other_pc);
